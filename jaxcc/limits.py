@@ -1,0 +1,41 @@
+"""Static limits of every stage. A program over any limit gets Code.LIMIT naming it,
+never truncation. ``Limits`` is hashable so it can be a static jit argument."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+
+class Limits(NamedTuple):
+    max_source_bytes: int = 4096  # N: padded source length
+    max_tokens: int = 1024  # T: tokens per program (COMMENT and NL included)
+    max_indent: int = 32  # indentation stack depth
+    max_parse_depth: int = 256  # parser state/node stack depth
+    max_nodes: int = 1024  # N_ast: AST nodes per program
+    max_code: int = 2048  # I: instructions per program
+    max_funcs: int = 32  # F: functions per program (the module body is function 0)
+    max_locals: int = 64  # slots per function (params, locals, hidden temporaries)
+    max_stack: int = 1024  # S: value-stack slots per lane (all frames' locals and operands)
+    max_depth: int = 128  # call frames per lane
+    max_output: int = 512  # output items per lane (each printed value and each newline)
+    max_steps: int = 1_000_000  # instructions per lane
+
+
+# Bulk API defaults (many lanes, memory matters).
+DEFAULT = Limits()
+
+# CLI defaults: generous enough for what `python FILE` finishes (see docs/language.md).
+CLI = Limits(
+    max_source_bytes=65536,
+    max_tokens=16384,
+    max_indent=100,
+    max_parse_depth=1024,
+    max_nodes=16384,
+    max_code=32768,
+    max_funcs=256,
+    max_locals=256,
+    max_stack=262144,
+    max_depth=1000,
+    max_output=1 << 20,
+    max_steps=200_000_000,
+)
