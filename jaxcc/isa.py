@@ -194,3 +194,38 @@ class Program(NamedTuple):
     fn_maxstack: object  # Int32[Array, "B F"]  max operand-stack depth of the body
     fn_rettype: object  # Int32[Array, "B F"]  T_INT / T_BOOL / T_NONE
     n_funcs: object  # Int32[Array, "B"]
+
+
+class RunResult(NamedTuple):
+    """What running a batch of programs gives, lane by lane (reference interpreter and VM).
+
+    O = max_output. Padding beyond n_out: kind 0, value 0.
+    """
+
+    status: object  # Int32[Array, "B"]  errors.Code: OK, or the run-time error that stopped it
+    detail: object  # Int32[Array, "B"]  errors.Value for Code.VALUE, else 0
+    pc: object  # Int32[Array, "B"]  pc of the failing (or last) instruction
+    line: object  # Int32[Array, "B"]  line[pc] of it (0 if pc is invalid)
+    fn: object  # Int32[Array, "B"]  function id of the frame it stopped in
+    result: object  # Int32[Array, "B"]  the entry function's return value when status is OK
+    out_kind: object  # Int32[Array, "B O"]  OUT_INT / OUT_BOOL / OUT_NEWLINE
+    out_val: object  # Int32[Array, "B O"]
+    n_out: object  # Int32[Array, "B"]
+    steps: object  # Int32[Array, "B"]  instructions started
+
+
+def format_output(kinds, vals, n_out) -> str:
+    """The text a lane printed (host side): items of a line are joined by spaces."""
+    parts: list[str] = []
+    line: list[str] = []
+    for k, v in zip(list(kinds)[: int(n_out)], list(vals)[: int(n_out)], strict=True):
+        if int(k) == OUT_NEWLINE:
+            parts.append(" ".join(line) + "\n")
+            line = []
+        elif int(k) == OUT_BOOL:
+            line.append("True" if int(v) else "False")
+        else:
+            line.append(str(int(v)))
+    if line:  # only reachable when the output buffer filled mid-line
+        parts.append(" ".join(line))
+    return "".join(parts)
