@@ -1,0 +1,196 @@
+"""Token arrays made on the host from CPython's ``tokenize``: the lexer's oracle, and the
+parser's input in tests before (and besides) the JAX lexer.
+
+``host_lex(source, limits)`` returns ``(Tokens, Error)`` of numpy arrays for ONE program,
+in exactly the layout of ``jaxcc.tokens.Tokens`` (padded to ``limits.max_tokens``).
+Errors are those of the subset: tokenize's own errors, bytes and tokens outside the
+subset (UNSUPPORTED), int literals outside int32 and the limits. On an error the tokens
+before it are kept and ``n_tokens`` counts them.
+"""
+
+from __future__ import annotations
+
+import io
+import tokenize
+from typing import NamedTuple
+
+import numpy as np
+
+from jaxcc.errors import Code, Error, Limit, Syntax, Unsupported
+from jaxcc.limits import DEFAULT, Limits
+from jaxcc.tokens import (
+    KEYWORDS,
+    N_RESERVED_NAMES,
+    OPERATORS,
+    RESERVED_NAMES,
+    UNSUPPORTED_KEYWORDS,
+    Tok,
+    Tokens,
+)
+
+_UNSUPPORTED_OPS = {
+    "/": Unsupported.TRUE_DIVISION, "/=": Unsupported.TRUE_DIVISION,
+    "[": Unsupported.SUBSCRIPT, "]": Unsupported.SUBSCRIPT,
+    "{": Unsupported.DICT_SET, "}": Unsupported.DICT_SET,
+    ".": Unsupported.ATTRIBUTE, "...": Unsupported.ELLIPSIS,
+    "@": Unsupported.MATMUL, "@=": Unsupported.MATMUL, ":=": Unsupported.WALRUS,
+}
+
+
+class _Tok(NamedTuple):
+    kind: int
+    start: int
+    end: int
+    line: int
+    col: int
+    end_line: int
+    end_col: int
+    value: int
+
+
+def _number(s: str) -> tuple[int, int, int] | None:
+    """(code, detail, value) of a NUMBER token's text; None when it is a valid int32."""
+    low = s.lower()
+    if low.endswith("j"):
+        return Code.UNSUPPORTED, Unsupported.IMAGINARY, 0
+    if not low.startswith(("0x", "0o", "0b")) and any(c in low for c in ".e"):
+        return Code.UNSUPPORTED, Unsupported.FLOAT, 0
+    try:
+        v = int(s, 0)
+    except ValueError:
+        if s.replace("_", "").isdigit():
+            return Code.SYNTAX, Syntax.INVALID_DECIMAL, 0
+        return Code.SYNTAX, Syntax.INVALID_NUMBER, 0
+    if v > 2**31:  # 2**31 itself is allowed: it is valid under unary minus
+        return Code.LIMIT, Limit.INT_LITERAL, 0
+    return None
+
+
+def host_lex(source: str | bytes, limits: Limits = DEFAULT) -> tuple[Tokens, Error]:
+    if isinstance(source, str):
+        data = source.encode("utf-8", "surrogateescape")
+    else:
+        data = bytes(source)
+    toks: list[_Tok] = []
+    err = (Code.OK, 0, 0, 0)
+
+    line_starts = [0]
+    for i, b in enumerate(data):
+        if b == 0x0A:
+            line_starts.append(i + 1)
+
+    def offset(row: int, col: int) -> int:
+        if row - 1 < len(line_starts):
+            return min(line_starts[row - 1] + col, len(data))
+        return len(data)
+
+    def fail(code, detail, row, col):
+        nonlocal err
+        err = (int(code), int(row), int(col), int(detail))
+
+    if len(data) > limits.max_source_bytes:
+        fail(Code.LIMIT, Limit.SOURCE_BYTES, 1, 0)
+        return _pack([], limits), Error(*err)
+    for i, b in enumerate(data):
+        if b >= 0x80:
+            row = data.count(b"\n", 0, i) + 1
+            fail(Code.UNSUPPORTED, Unsupported.NON_ASCII, row, i - line_starts[row - 1])
+            break
+    text = data.decode("ascii", "replace")
+
+    names: dict[str, int] = {n: i for i, n in enumerate(RESERVED_NAMES)}
+    try:
+        for t in tokenize.generate_tokens(io.StringIO(text).readline):
+            if err[0] != Code.OK:
+                break
+            (r0, c0), (r1, c1) = t.start, t.end
+            value = 0
+            if t.type == tokenize.NAME:
+                if t.string in KEYWORDS:
+                    kind = KEYWORDS[t.string]
+                elif t.string in UNSUPPORTED_KEYWORDS:
+                    fail(Code.UNSUPPORTED, Unsupported.KEYWORD, r0, c0)
+                    break
+                else:
+                    kind = Tok.NAME
+                    value = names.setdefault(t.string, len(names))
+            elif t.type == tokenize.NUMBER:
+                bad = _number(t.string)
+                if bad is not None:
+                    fail(bad[0], bad[1], r0, c0)
+                    break
+                kind = Tok.NUMBER
+                value = int(np.array(int(t.string, 0) & 0xFFFFFFFF, np.uint32).view(np.int32))
+            elif t.type == tokenize.OP:
+                if t.string in OPERATORS:
+                    kind = OPERATORS[t.string]
+                elif t.string in _UNSUPPORTED_OPS:
+                    fail(Code.UNSUPPORTED, _UNSUPPORTED_OPS[t.string], r0, c0)
+                    break
+                else:
+                    fail(Code.SYNTAX, Syntax.INVALID, r0, c0)
+                    break
+            elif t.type == tokenize.STRING or t.type in _FSTRING_TYPES:
+                fail(Code.UNSUPPORTED, Unsupported.STRING, r0, c0)
+                break
+            elif t.type == tokenize.ERRORTOKEN:
+                if t.string in ("'", '"'):
+                    fail(Code.UNSUPPORTED, Unsupported.STRING, r0, c0)
+                elif t.string.isspace():
+                    continue
+                else:
+                    fail(Code.SYNTAX, Syntax.INVALID_CHARACTER, r0, c0)
+                break
+            elif t.type in _PLAIN:
+                kind = _PLAIN[t.type]
+            else:  # ENCODING and anything unforeseen
+                continue
+            prev = toks[-1] if toks else None
+            if (
+                prev is not None
+                and prev.kind == Tok.NUMBER
+                and prev.end == offset(r0, c0)
+                and kind in (Tok.NUMBER, Tok.NAME)
+            ):
+                # `007`, `0x`, `1_`, `0b12`: tokenize splits them, CPython's parser rejects them
+                fail(Code.SYNTAX, Syntax.INVALID_NUMBER, prev.line, prev.col)
+                break
+            toks.append(_Tok(int(kind), offset(r0, c0), offset(r1, c1), r0, c0, r1, c1, value))
+    except IndentationError as e:
+        fail(Code.INDENTATION, Syntax.UNINDENT_MISMATCH, e.lineno or 0, max((e.offset or 1) - 1, 0))
+    except tokenize.TokenError as e:
+        row, col = e.args[1] if len(e.args) > 1 else (0, 0)
+        fail(Code.SYNTAX, Syntax.EOF_IN_MULTILINE, row, col)
+    except SyntaxError as e:  # 3.12's tokenizer raises these directly
+        fail(Code.SYNTAX, Syntax.INVALID, e.lineno or 0, max((e.offset or 1) - 1, 0))
+    if err[0] == Code.OK and len(toks) > limits.max_tokens:
+        t = toks[limits.max_tokens]
+        fail(Code.LIMIT, Limit.TOKENS, t.line, t.col)
+    return _pack(toks[: limits.max_tokens], limits), Error(*err)
+
+
+_PLAIN = {
+    tokenize.NEWLINE: Tok.NEWLINE, tokenize.NL: Tok.NL, tokenize.INDENT: Tok.INDENT,
+    tokenize.DEDENT: Tok.DEDENT, tokenize.COMMENT: Tok.COMMENT, tokenize.ENDMARKER: Tok.ENDMARKER,
+}
+_FSTRING_TYPES = tuple(
+    getattr(tokenize, n) for n in ("FSTRING_START", "FSTRING_MIDDLE", "FSTRING_END") if hasattr(tokenize, n)
+)
+
+
+def _pack(toks: list[_Tok], limits: Limits) -> Tokens:
+    T = limits.max_tokens
+    cols = np.zeros((7, T), np.int32)
+    kind = np.zeros(T, np.int32)
+    for i, t in enumerate(toks):
+        kind[i] = t.kind
+        cols[:, i] = t[1:]
+    return Tokens(kind, *cols, n_tokens=np.int32(len(toks)))
+
+
+def host_lex_many(sources, limits: Limits = DEFAULT) -> tuple[Tokens, Error]:
+    """``host_lex`` over a list, stacked along a leading batch axis."""
+    pairs = [host_lex(s, limits) for s in sources]
+    toks = Tokens(*[np.stack([p[0][i] for p in pairs]) for i in range(len(Tokens._fields))])
+    err = Error(*[np.array([p[1][i] for p in pairs], np.int32) for i in range(4)])
+    return toks, err
