@@ -1,0 +1,376 @@
+"""The jaxcc command line: ``jaxcc run FILE...``, ``jaxcc dis FILE``, ``--version``.
+
+Implementations are chosen through two small registries (name -> callable):
+
+* compilers: ``compile_many(sources: list[str], limits) -> (Program batched, Error batched,
+  list[DebugInfo])``; ``python`` is jaxcc.reference.compiler, ``jax`` is jaxcc.compiler
+  (offered only when it imports and has compile_many).
+* vms: ``run(program_batched, limits, entry=None, args=None) -> RunResult`` (batched);
+  ``python`` is the reference interpreter, ``jax`` is jaxcc.vm.run (offered only when it
+  imports).
+
+All files given to ``run`` are compiled as one batch and run as one batch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from jaxcc import __version__, isa
+from jaxcc import format as fmt
+from jaxcc.errors import Code
+from jaxcc.limits import CLI, Limits
+
+DEFAULT_COMPILER = "python"
+DEFAULT_VM = "python"
+
+
+def _reference_compile_many(sources, limits):
+    from jaxcc.reference import compiler
+
+    return compiler.compile_many(sources, limits)
+
+
+def _reference_run(program, limits, entry=None, args=None):
+    from jaxcc.reference import interp
+
+    return interp.run_batch(program, limits, entry, args)
+
+
+def _optional(module: str, attr: str) -> Callable | None:
+    """module.attr if the module imports and has it (lazy registration of jax backends)."""
+    try:
+        mod = importlib.import_module(module)
+    except Exception:  # noqa: BLE001 - a half-written backend must not break the CLI
+        return None
+    fn = getattr(mod, attr, None)
+    return fn if callable(fn) else None
+
+
+def compilers(name: str | None = None) -> dict[str, Callable]:
+    """The compiler registry. With ``name``, only that entry is looked up (lazily)."""
+    reg: dict[str, Callable] = {"python": _reference_compile_many}
+    if name in (None, "jax"):
+        jax_compile = _optional("jaxcc.compiler", "compile_many")
+        if jax_compile is not None:
+            reg["jax"] = jax_compile
+    return reg
+
+
+def vms(name: str | None = None) -> dict[str, Callable]:
+    """The VM registry. With ``name``, only that entry is looked up (lazily)."""
+    reg: dict[str, Callable] = {"python": _reference_run}
+    if name in (None, "jax"):
+        jax_run = _optional("jaxcc.vm", "run")
+        if jax_run is not None:
+            reg["jax"] = jax_run
+    return reg
+
+
+_LIMIT_HELP = {
+    "max_source_bytes": "bytes of source per file",
+    "max_tokens": "tokens per file (comments and blank lines included)",
+    "max_indent": "nesting depth of indented blocks",
+    "max_parse_depth": "parser stack depth (expression nesting)",
+    "max_nodes": "syntax-tree nodes per file",
+    "max_code": "bytecode instructions per file",
+    "max_funcs": "functions per file (the module body counts as one)",
+    "max_locals": "variable slots per function (params, locals, temporaries)",
+    "max_stack": "value-stack slots per run (all frames' locals and operands)",
+    "max_depth": "call depth (RecursionError beyond it)",
+    "max_output": "printed items per run: each value and each newline (OutputLimitError)",
+    "max_steps": "instructions per run (TimeoutError beyond it)",
+}
+
+
+def _add_limit_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("limits (a program over one gets LimitError, never truncation)")
+    for field in Limits._fields:
+        g.add_argument(
+            "--" + field.replace("_", "-"),
+            type=int,
+            default=getattr(CLI, field),
+            metavar="N",
+            help=f"{_LIMIT_HELP.get(field, field)} (default {getattr(CLI, field)})",
+        )
+
+
+def _add_backend_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--compiler",
+        default=DEFAULT_COMPILER,
+        metavar="NAME",
+        help="compiler implementation: 'python' (the host reference compiler) or 'jax' "
+        f"(the JAX compiler, when installed); default {DEFAULT_COMPILER}",
+    )
+    p.add_argument(
+        "--vm",
+        default=DEFAULT_VM,
+        metavar="NAME",
+        help="bytecode interpreter: 'python' (the reference interpreter) or 'jax' "
+        f"(the batched JAX VM, when installed); default {DEFAULT_VM}",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="jaxcc",
+        description="Compile and run programs written in a statically typed subset of "
+        "Python (int/bool values, functions, if/while/for-range, print) as bytecode.",
+    )
+    parser.add_argument("--version", action="version", version=f"jaxcc {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    run = sub.add_parser(
+        "run",
+        help="compile and run files, printing what each prints",
+        description="Compile and run each FILE (all in one batch) and print what it prints. "
+        "Errors are printed to stderr as CPython would print them. Exit status 1 if any "
+        "file failed to compile or raised an error, else 0.",
+    )
+    run.add_argument("files", nargs="+", metavar="FILE", help="source files of the subset")
+    run.add_argument(
+        "--json",
+        action="store_true",
+        help='print one JSON object per file per line: {"file", "stdout", "error" (null or '
+        '{"type", "message", "line"}), "exit"} instead of plain output',
+    )
+    run.add_argument(
+        "--entry",
+        metavar="NAME",
+        help="after the module body, call function NAME with the --args values and print "
+        "its result (True/False for bool functions, nothing for functions returning None)",
+    )
+    run.add_argument(
+        "--args",
+        nargs="*",
+        type=int,
+        default=[],
+        metavar="INT",
+        help="integer arguments for --entry",
+    )
+    _add_backend_options(run)
+    _add_limit_options(run)
+
+    dis = sub.add_parser(
+        "dis",
+        help="compile a file and print its bytecode",
+        description="Compile FILE and print its disassembly (jaxcc.dis).",
+    )
+    dis.add_argument("file", metavar="FILE", help="source file of the subset")
+    _add_backend_options(dis)
+    _add_limit_options(dis)
+    return parser
+
+
+def _limits(ns: argparse.Namespace) -> Limits:
+    return Limits(**{f: getattr(ns, f) for f in Limits._fields})
+
+
+def _lane(tree, i: int):
+    """Lane i of a batched NamedTuple of arrays, as numpy."""
+    return type(tree)(*(np.asarray(f)[i] for f in tree))
+
+
+def _to_numpy(tree):
+    return type(tree)(*(np.asarray(f) for f in tree))
+
+
+def _select(tree, idx: list[int]):
+    return type(tree)(*(np.asarray(f)[np.asarray(idx, np.int64)] for f in tree))
+
+
+class _FileResult:
+    """What one file gave: its stdout and at most one error (as text fields)."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self.stdout = ""
+        self.error: fmt.ErrorText | None = None
+        self.error_text = ""  # CPython-like, for stderr
+        self.result: str | None = None  # --entry's printed result
+
+    def fail(self, err: fmt.ErrorText, text: str) -> None:
+        self.error, self.error_text = err, text
+
+    def to_json(self) -> str:
+        err = None
+        if self.error is not None:
+            err = {"type": self.error.type, "message": self.error.message, "line": self.error.line}
+        obj = {"file": self.path, "stdout": self.stdout, "error": err, "exit": int(err is not None)}
+        if self.result is not None:
+            obj["result"] = self.result
+        return json.dumps(obj)
+
+
+def _read(path: str) -> str:
+    with open(path, "rb") as f:
+        return f.read().decode("utf-8", "replace")
+
+
+def _backend(kind: str, name: str, registry: Callable[[str], dict[str, Callable]]):
+    reg = registry(name)
+    if name not in reg:
+        known = ", ".join(sorted(registry(None)))
+        raise SystemExit(f"jaxcc: unknown or unavailable {kind} {name!r} (available: {known})")
+    return reg[name]
+
+
+def _result_text(value: int, rettype: int) -> str | None:
+    if rettype == isa.T_BOOL:
+        return "True" if value else "False"
+    if rettype == isa.T_NONE:
+        return None
+    return str(int(value))
+
+
+def run_files(
+    paths: Sequence[str],
+    limits: Limits = CLI,
+    compiler: str = DEFAULT_COMPILER,
+    vm: str = DEFAULT_VM,
+    entry: str | None = None,
+    args: Sequence[int] = (),
+) -> list[_FileResult]:
+    """Compile and run the files as one batch; the per-file results (no printing)."""
+    compile_many = _backend("compiler", compiler, compilers)
+    run = _backend("vm", vm, vms)
+    results = [_FileResult(p) for p in paths]
+    sources: list[str] = []
+    readable: list[int] = []
+    for i, p in enumerate(paths):
+        try:
+            sources.append(_read(p))
+            readable.append(i)
+        except OSError as e:
+            msg = f"[Errno {e.errno}] {e.strerror}" if e.errno else str(e)
+            err = fmt.ErrorText(type(e).__name__, f"can't open file {p!r}: {msg}", 0, -1, "", False)
+            results[i].fail(err, f"jaxcc: can't open file {p!r}: {msg}\n")
+    if not readable:
+        return results
+
+    program, error, debug = compile_many(sources, limits)
+    program, error = _to_numpy(program), _to_numpy(error)
+    res = _to_numpy(run(program, limits, None, None))
+
+    for j, i in enumerate(readable):
+        r, src, dbg = results[i], sources[j], debug[j] if debug is not None else None
+        err = _lane(error, j)
+        if int(err.code) != Code.OK:
+            r.fail(fmt.describe(err, src, dbg), fmt.format_error(err, src, r.path, dbg))
+            continue
+        lane = _lane(res, j)
+        r.stdout = isa.format_output(lane.out_kind, lane.out_val, lane.n_out)
+        if int(lane.status) != Code.OK:
+            prog = _lane(program, j)
+            r.fail(
+                fmt.describe(lane, src, dbg, prog),
+                fmt.format_error(lane, src, r.path, dbg, prog),
+            )
+
+    if entry is None:
+        return results
+
+    # --entry: a second batch, each file's function `entry` called with `args`
+    calls: list[tuple[int, int, int]] = []  # (result index, batch lane, function id)
+    for j, i in enumerate(readable):
+        r = results[i]
+        if r.error is not None:
+            continue
+        fid = fmt.function_id(debug[j] if debug is not None else None, entry)
+        if fid is None or fid >= int(program.n_funcs[j]):
+            e = fmt.ErrorText("NameError", f"name '{entry}' is not defined", 0, -1, "", False)
+            r.fail(e, f"NameError: name '{entry}' is not defined\n")
+            continue
+        nparams = int(program.fn_nparams[j, fid])
+        if nparams != len(args):
+            msg = f"{entry}() takes {nparams} positional arguments but {len(args)} were given"
+            r.fail(fmt.ErrorText("TypeError", msg, 0, -1, entry, True), f"TypeError: {msg}\n")
+            continue
+        calls.append((i, j, fid))
+    if not calls:
+        return results
+    lanes = [j for _, j, _ in calls]
+    sub = _select(program, lanes)
+    entries = np.array([fid for _, _, fid in calls], np.int32)
+    arg_arr = np.array([list(args)] * len(calls), np.int64).reshape(len(calls), len(args))
+    arg_arr = arg_arr.astype(np.int32)  # argparse ints outside int32 wrap, as int32 does
+    res2 = _to_numpy(run(sub, limits, entries, arg_arr))
+    for k, (i, j, fid) in enumerate(calls):
+        r, src = results[i], sources[readable.index(i)]
+        dbg = debug[j] if debug is not None else None
+        lane = _lane(res2, k)
+        r.stdout += isa.format_output(lane.out_kind, lane.out_val, lane.n_out)
+        if int(lane.status) != Code.OK:
+            prog = _lane(program, j)
+            r.fail(
+                fmt.describe(lane, src, dbg, prog),
+                fmt.format_error(lane, src, r.path, dbg, prog),
+            )
+            continue
+        text = _result_text(int(lane.result), int(program.fn_rettype[j, fid]))
+        if text is not None:
+            r.result = text
+            r.stdout += text + "\n"
+    return results
+
+
+def _cmd_run(ns: argparse.Namespace) -> int:
+    for a in ns.args:
+        if not -(2**31) <= a < 2**31:
+            raise SystemExit(f"jaxcc: --args value {a} does not fit in 32 bits")
+    results = run_files(ns.files, _limits(ns), ns.compiler, ns.vm, ns.entry, ns.args)
+    for r in results:
+        if ns.json:
+            print(r.to_json(), flush=True)
+            continue
+        sys.stdout.write(r.stdout)
+        sys.stdout.flush()
+        if r.error is not None:
+            sys.stderr.write(r.error_text)
+            sys.stderr.flush()
+    return int(any(r.error is not None for r in results))
+
+
+def _cmd_dis(ns: argparse.Namespace) -> int:
+    limits = _limits(ns)
+    compile_many = _backend("compiler", ns.compiler, compilers)
+    try:
+        source = _read(ns.file)
+    except OSError as e:
+        sys.stderr.write(f"jaxcc: can't open file {ns.file!r}: [Errno {e.errno}] {e.strerror}\n")
+        return 1
+    program, error, debug = compile_many([source], limits)
+    err = _lane(_to_numpy(error), 0)
+    if int(err.code) != Code.OK:
+        dbg = debug[0] if debug is not None else None
+        sys.stderr.write(fmt.format_error(err, source, ns.file, dbg))
+        return 1
+    from jaxcc import dis as jdis  # written separately; imported only when asked for
+
+    text = jdis.dis(_lane(_to_numpy(program), 0), debug[0] if debug is not None else None)
+    if text is not None:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``jaxcc`` console script; returns the exit status."""
+    parser = build_parser()
+    ns = parser.parse_args(argv)
+    if ns.command == "run":
+        return _cmd_run(ns)
+    if ns.command == "dis":
+        return _cmd_dis(ns)
+    parser.print_help()
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,203 @@
+"""Error text at the edges (CLI, tests): CPython-like messages from error arrays.
+
+Compile-time errors are shown as CPython shows a SyntaxError (no traceback)::
+
+      File "f.py", line 3
+        x = (1 +
+            ^
+    SyntaxError: invalid syntax
+
+(jaxcc's TypeError, NameError, UnsupportedError and LimitError are found at compile time
+too and are shown the same way.) Run-time errors are shown as a one-frame traceback::
+
+    Traceback (most recent call last):
+      File "f.py", line 5, in <module>
+        print(1 // 0)
+    ZeroDivisionError: integer division or modulo by zero
+
+The last line always begins with the exception name (errors.EXCEPTION_NAME). Where the
+source shows a name (NameError, duplicate argument, an unsupported keyword, an invalid
+character) it is read back from the source at the error's column. UnboundLocalError in
+function 0 (the module body) is reported as NameError, as CPython does for module names.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+from jaxcc import errors
+from jaxcc.errors import Code
+
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+class ErrorText(NamedTuple):
+    """One error as text fields (what --json prints)."""
+
+    type: str  # the exception name, e.g. "ZeroDivisionError"
+    message: str  # without the name; "" for a bare AssertionError
+    line: int  # 1-based source line; 0 when unknown
+    col: int  # 0-based column; -1 for run-time errors (no caret)
+    function: str  # "<module>" or the function name (run-time errors); "" otherwise
+    runtime: bool
+
+
+# --- debug-info access (DebugInfo belongs to the compiler; read it defensively) ----------
+
+
+def _get(obj, *names):
+    for n in names:
+        if obj is None:
+            return None
+        if isinstance(obj, dict) and n in obj:
+            return obj[n]
+        if hasattr(obj, n):
+            return getattr(obj, n)
+    return None
+
+
+def function_names(debug) -> list[str]:
+    """The function names by id (index 0 is '<module>'), or [] if debug has none."""
+    names = _get(debug, "fn_names", "func_names", "function_names", "functions")
+    if names is None:
+        return []
+    out = []
+    for i, n in enumerate(names):
+        n = _get(n, "name") if not isinstance(n, str) else n
+        out.append("<module>" if i == 0 else str(n))
+    return out
+
+
+def function_id(debug, name: str) -> int | None:
+    """The id of the function called ``name`` (never 0, the module body), or None."""
+    names = function_names(debug)
+    for i, n in enumerate(names):
+        if i > 0 and n == name:
+            return i
+    return None
+
+
+def slot_name(debug, fn: int, slot: int) -> str | None:
+    """The variable name of local ``slot`` of function ``fn``, if debug gives it."""
+    tables = _get(debug, "local_names", "slot_names", "locals", "fn_locals", "var_names")
+    try:
+        names = tables[fn]
+        names = _get(names, "names") if not isinstance(names, list | tuple | dict) else names
+        n = names[slot]
+    except (TypeError, IndexError, KeyError):
+        return None
+    return n if isinstance(n, str) and _IDENT.fullmatch(n) else None
+
+
+# --- the fields of an error -----------------------------------------------------------------
+
+
+def _source_line(source, line: int) -> str | None:
+    if isinstance(source, bytes | bytearray):
+        source = bytes(source).decode("utf-8", "replace")
+    if not source or line < 1:
+        return None
+    lines = source.splitlines()
+    return lines[line - 1] if line <= len(lines) else None
+
+
+def _word_at(text: str | None, col: int) -> str | None:
+    if text is None or not 0 <= col < len(text):
+        return None
+    m = _IDENT.match(text, col)
+    return m.group(0) if m else None
+
+
+def _message(code: int, detail: int) -> str:
+    try:
+        return errors.message(code, detail)
+    except ValueError:  # not a Code at all
+        return f"error code {code}"
+
+
+def _compile_message(code: int, detail: int, text: str | None, col: int) -> str:
+    msg = _message(code, detail)
+    word = _word_at(text, col)
+    if code == Code.NAME and word:
+        return f"name '{word}' is not defined"
+    if code == Code.SYNTAX and detail == errors.Syntax.DUPLICATE_ARGUMENT and word:
+        return f"duplicate argument '{word}' in function definition"
+    if code == Code.SYNTAX and detail == errors.Syntax.INVALID_CHARACTER:
+        if text is not None and 0 <= col < len(text):
+            ch = text[col]
+            return f"invalid character '{ch}' (U+{ord(ch):04X})"
+    if code == Code.UNSUPPORTED and detail == errors.Unsupported.KEYWORD and word:
+        return f"unsupported: the keyword '{word}'"
+    return msg
+
+
+def describe(err, source="", debug=None, program=None) -> ErrorText | None:
+    """The text fields of one error: an errors.Error or an isa.RunResult (unbatched).
+
+    ``program`` (the unbatched isa.Program that ran) lets UnboundLocalError name its
+    variable: the failing instruction's argument is the slot. Returns None for OK.
+    """
+    if hasattr(err, "status"):  # a RunResult
+        code, detail = int(err.status), int(err.detail)
+        line, fn, pc = int(err.line), int(err.fn), int(err.pc)
+        if code in (Code.OK, Code.RUNNING):
+            return None
+        names = function_names(debug)
+        fname = (
+            names[fn] if 0 <= fn < len(names) else ("<module>" if fn == 0 else f"<function {fn}>")
+        )
+        name = exc = msg = None
+        if code == Code.UNBOUND_LOCAL:
+            if program is not None:
+                try:
+                    name = slot_name(debug, fn, int(program.arg[pc]))
+                except (IndexError, TypeError, ValueError):
+                    name = None
+            if fn == 0:  # CPython: module-level names are globals
+                exc = "NameError"
+                msg = f"name '{name}' is not defined" if name else "name is not defined"
+            elif name:
+                msg = (
+                    f"cannot access local variable '{name}' where it is not associated with a value"
+                )
+        exc = exc or errors.EXCEPTION_NAME.get(code, "Error")
+        msg = _message(code, detail) if msg is None else msg
+        return ErrorText(exc, msg, line, -1, fname, True)
+    code, detail = int(err.code), int(err.detail)
+    if code == Code.OK:
+        return None
+    line, col = int(err.line), int(err.col)
+    text = _source_line(source, line)
+    exc = errors.EXCEPTION_NAME.get(code, "Error")
+    msg = _compile_message(code, detail, text, col)
+    return ErrorText(exc, msg, line, col, "", False)
+
+
+def format_error(err, source="", filename="<string>", debug=None, program=None) -> str:
+    """CPython-like text for one error (see the module docstring); "" when OK.
+
+    Ends with a newline.
+    """
+    d = describe(err, source, debug, program)
+    if d is None:
+        return ""
+    last = f"{d.type}: {d.message}" if d.message else d.type
+    text = _source_line(source, d.line)
+    if d.runtime:
+        out = ["Traceback (most recent call last):"]
+        where = f'  File "{filename}", line {d.line}, in {d.function}'
+        out.append(where)
+        if text is not None and text.strip():
+            out.append("    " + text.strip())
+        out.append(last)
+        return "\n".join(out) + "\n"
+    out = [f'  File "{filename}", line {d.line}']
+    if text is not None:
+        stripped = text.lstrip()
+        out.append("    " + stripped.rstrip())
+        caret = d.col - (len(text) - len(stripped))
+        if caret >= 0:
+            out.append("    " + " " * min(caret, len(stripped)) + "^")
+    out.append(last)
+    return "\n".join(out) + "\n"
