@@ -1,0 +1,691 @@
+"""The bytecode VM on the accelerator: a batch of lanes stepped in lockstep.
+
+``run(program, limits, entry, args, budget) -> isa.RunResult`` runs every program of a
+batch (leading axis B) as its own lane; ``run_tests`` runs every (program, test input)
+pair as its own lane and compares return values on the device. The machine model and the
+per-step check order are exactly those of ``jaxcc/isa.py``; docs/vm.md explains the state
+layout, the step and why no lane can touch another lane or hang.
+
+Design (why it looks like this):
+
+* The step is branch-free and table-driven: every lane decodes its instruction through a
+  small per-opcode table, computes the few candidate results (all arithmetic, all checks)
+  and selects with ``jnp.where``. ``lax.switch`` under ``vmap`` would run all 42 branches.
+* A fixed-count ``lax.fori_loop`` of ``inner_steps`` steps runs inside an outer
+  ``lax.while_loop(any lane running)``: the data-dependent predicate costs a host sync, so
+  it is paid once per ``inner_steps`` steps. Finished lanes are masked (they change nothing).
+* All per-lane memory (value stack, call frames, output buffer) lives in ONE array
+  ``mem: int32[M, 2]`` per lane, so a step is ONE scatter of at most two (2-int) pairs:
+  a stack slot is (value, stamp), a frame record is two pairs (ret_pc, fp), (fn, serial),
+  an output item is (kind, value).
+* Bound flags need no clearing on CALL: every frame has a serial number (the step count
+  of the CALL that made it; 0 for the entry frame) and a local slot is bound iff it is a
+  parameter or its stamp equals the frame's serial (STORE_VAR writes the stamp). Serials
+  are unique per lane, so a stale stamp left by an earlier frame never matches.
+* Every per-lane index is either checked (the instruction fails before using it) or
+  harmless (gathers clamp, and their result is only used when the checks pass); every
+  write is enabled only after all checks pass, and its index is range-checked again and
+  otherwise sent to an out-of-range slot that ``mode="drop"`` discards.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from jaxcc import isa
+from jaxcc.errors import Code, Value
+from jaxcc.isa import ArgKind, Op
+from jaxcc.limits import DEFAULT, Limits
+
+INT_MIN = -(2**31)
+INT_MAX = 2**31 - 1
+
+# per_case value of run_tests for a lane that returned normally with the wrong value
+WRONG_RESULT = -1
+
+# Three guard pairs below stack slot 0, so the window of the top three operands
+# (logical slots sp-3 .. sp-1) is always in bounds: it starts at physical index sp.
+_GUARD = 3
+
+# Decode table: one row per opcode (plus a row for invalid opcodes, decoded as NOP):
+# argument kind, pops, pushes. Read with one gather per step.
+_N_OPS = isa.N_OPS
+_TAB = np.zeros((_N_OPS + 1, 3), np.int32)
+_dt = isa.decode_tables()
+_TAB[:_N_OPS, 0] = _dt["arg_kind"]
+_TAB[:_N_OPS, 1] = _dt["pops"]
+_TAB[:_N_OPS, 2] = _dt["pushes"]
+del _dt
+
+
+class Layout(NamedTuple):
+    """Where each region lives in a lane's ``mem: int32[size, 2]`` (static ints)."""
+
+    stack0: int  # physical index of value-stack slot 0; slots hold (value, stamp)
+    frame0: int  # frame records: 2 pairs each, (ret_pc, fp), (fn, serial); D of them
+    out0: int  # output items (kind, value); O of them
+    size: int  # M: number of pairs
+    drop: int  # first index of writes to discard (>= size; drop and drop + 1 are used)
+
+
+def layout(limits: Limits) -> Layout:
+    stack0 = _GUARD
+    frame0 = stack0 + limits.max_stack
+    out0 = frame0 + 2 * limits.max_depth
+    size = out0 + limits.max_output
+    return Layout(stack0, frame0, out0, size, size)
+
+
+class Tables(NamedTuple):
+    """The programs, re-packed for one gather per fetch (shared by all lanes; P programs)."""
+
+    code: object  # Int32[Array, "P I 2"]  (op, arg)
+    line: object  # Int32[Array, "P I"]
+    n_code: object  # Int32[Array, "P"]
+    fn: object  # Int32[Array, "P F 4"]  (entry, nparams, nlocals, maxstack)
+    n_funcs: object  # Int32[Array, "P"]
+
+
+class Lane(NamedTuple):
+    """One lane's machine state (scalars are Int32[]; a batch adds a leading axis L)."""
+
+    pid: object  # which program of Tables this lane runs (loop-invariant)
+    budget: object  # step budget of this lane (loop-invariant)
+    pc: object
+    sp: object  # first free value-stack slot (logical index)
+    fp: object  # frame base: slot of local 0 of the current frame
+    fn: object  # current function id
+    depth: object  # number of frames (the entry frame is 1)
+    serial: object  # serial number of the current frame (its locals' bound stamp)
+    nparams: object  # the current function's table entry, cached
+    nlocals: object
+    maxstack: object
+    steps: object  # instructions started
+    status: object  # Code.RUNNING while running
+    aux: object  # the result (status OK) or the detail (status VALUE)
+    n_out: object
+    mem: object  # Int32[Array, "M 2"]  see Layout
+
+
+def _i32(x):
+    return jnp.asarray(x, jnp.int32)
+
+
+def _tables(program: isa.Program) -> Tables:
+    op = _i32(program.op)
+    code = jnp.stack([op, _i32(program.arg)], axis=-1)
+    fn = jnp.stack(
+        [
+            _i32(program.fn_entry),
+            _i32(program.fn_nparams),
+            _i32(program.fn_nlocals),
+            _i32(program.fn_maxstack),
+        ],
+        axis=-1,
+    )
+    return Tables(code, _i32(program.line), _i32(program.n_code), fn, _i32(program.n_funcs))
+
+
+# ----------------------------------------------------------------------------------------
+# exact int32 arithmetic
+
+
+def _add_ovf(a, b):
+    r = a + b  # wraps
+    return r, ((a ^ r) & (b ^ r)) < 0
+
+
+def _sub_ovf(a, b):
+    r = a - b
+    return r, ((a ^ b) & (a ^ r)) < 0
+
+
+def _u32(x):
+    return lax.bitcast_convert_type(x, jnp.uint32)
+
+
+def _mag(x):
+    """|x| as uint32 (exact, also for -2**31)."""
+    return _u32(jnp.where(x < 0, -x, x))
+
+
+def _umul_ovf(x, y):
+    """x * y for uint32 magnitudes; flags a product >= 2**32. Multiplies only (no divide)."""
+    m16 = jnp.uint32(0xFFFF)
+    s16 = jnp.uint32(16)
+    xh, xl = x >> s16, x & m16
+    yh, yl = y >> s16, y & m16
+    both_high = (xh != 0) & (yh != 0)
+    mid = xh * yl + xl * yh  # one term is 0 unless both_high, so no wrap then
+    lo = xl * yl
+    mid_lo = mid << s16
+    r = mid_lo + lo
+    ovf = both_high | (mid > m16) | (r < mid_lo)
+    return r, ovf
+
+
+def _signed_from_mag(mag, neg, ovf):
+    """Apply a sign to a uint32 magnitude; overflow if it leaves int32."""
+    lim = jnp.where(neg, jnp.uint32(2**31), jnp.uint32(INT_MAX))
+    ovf = ovf | (mag > lim)
+    v = lax.bitcast_convert_type(mag, jnp.int32)
+    return jnp.where(neg, -v, v), ovf
+
+
+def _mul_ovf(a, b):
+    m, ovf = _umul_ovf(_mag(a), _mag(b))
+    neg = (a < 0) != (b < 0)
+    return _signed_from_mag(m, neg & (m != 0), ovf)
+
+
+def _pow_ovf(a, b):
+    """a ** b for b >= 0 (b < 0 is the caller's ValueError); exact, with overflow."""
+    big = b >= 32  # |a| >= 2 overflows; |a| <= 1 only needs b's parity (and b > 0)
+    e = jnp.where(big, 30 + (b & 1), b)
+    am = _mag(a)
+    res = jnp.uint32(1)
+    base = am
+    ovf = big & (am >= 2)
+    base_ovf = jnp.bool_(False)
+    for i in range(5):  # e < 32: five bits, square-and-multiply
+        bit = ((e >> i) & 1) == 1
+        r2, o2 = _umul_ovf(res, base)
+        res = jnp.where(bit, r2, res)
+        ovf = ovf | (bit & (o2 | base_ovf))
+        if i < 4:
+            base, ob = _umul_ovf(base, base)
+            base_ovf = base_ovf | ob
+    neg = (a < 0) & ((e & 1) == 1)
+    return _signed_from_mag(res, neg & (res != 0), ovf)
+
+
+def _floordiv_mod(a, b):
+    """Python's a // b and a % b; b == 0 and (-2**31) // -1 are the caller's errors."""
+    bad = (b == 0) | ((a == INT_MIN) & (b == -1))
+    bs = jnp.where(bad, 1, b)
+    q = lax.div(a, bs)  # truncates
+    r = a - q * bs
+    fix = (r != 0) & ((r ^ bs) < 0)
+    q = jnp.where(fix, q - 1, q)
+    r = jnp.where(fix, r + bs, r)
+    r = jnp.where(bad, 0, r)  # (-2**31) % -1 == 0
+    return q, r
+
+
+def _binary(o, a, b):
+    """Every binary opcode's result and error (code, detail), selected by opcode."""
+    add, add_o = _add_ovf(a, b)
+    sub, sub_o = _sub_ovf(a, b)
+    mul, mul_o = _mul_ovf(a, b)
+    q, r = _floordiv_mod(a, b)
+    pw, pw_o = _pow_ovf(a, b)
+    sh = jnp.clip(b, 0, 31)
+    lsh = a << sh
+    lsh_o = jnp.where(b >= 32, a != 0, (lsh >> sh) != a)
+    rsh = a >> sh  # arithmetic: b >= 32 gives 0 or -1 like b == 31
+    one, zero = _i32(1), _i32(0)
+    results = [
+        add,
+        sub,
+        mul,
+        q,
+        r,
+        pw,
+        lsh,
+        rsh,
+        a & b,
+        a | b,
+        a ^ b,
+        jnp.where(a <= b, a, b),
+        jnp.where(a >= b, a, b),
+        jnp.where(a < b, one, zero),
+        jnp.where(a <= b, one, zero),
+        jnp.where(a > b, one, zero),
+        jnp.where(a >= b, one, zero),
+        jnp.where(a == b, one, zero),
+        jnp.where(a != b, one, zero),
+    ]
+    assert [Op.ADD + i for i in range(len(results))] == list(isa.BINARY_OPS)
+    k = jnp.clip(o - Op.ADD, 0, len(results) - 1)
+    val = lax.select_n(k, *results)
+    zdiv = (b == 0) & ((o == Op.FLOORDIV) | (o == Op.MOD))
+    neg_shift = (b < 0) & ((o == Op.LSHIFT) | (o == Op.RSHIFT))
+    neg_pow = (b < 0) & (o == Op.POW)
+    ovf = (
+        ((o == Op.ADD) & add_o)
+        | ((o == Op.SUB) & sub_o)
+        | ((o == Op.MUL) & mul_o)
+        | ((o == Op.FLOORDIV) & (a == INT_MIN) & (b == -1))
+        | ((o == Op.POW) & pw_o)
+        | ((o == Op.LSHIFT) & lsh_o)
+    )
+    code = jnp.where(
+        zdiv,
+        Code.ZERO_DIVISION,
+        jnp.where(neg_shift | neg_pow, Code.VALUE, jnp.where(ovf, Code.OVERFLOW, Code.RUNNING)),
+    )
+    detail = jnp.where(neg_pow, Value.NEGATIVE_POWER, Value.NEGATIVE_SHIFT)
+    return val, _i32(code), _i32(detail)
+
+
+def _unary(o, x):
+    k = jnp.clip(o - Op.NEG, 0, 3)
+    assert list(isa.UNARY_OPS) == [Op.NEG, Op.INVERT, Op.NOT, Op.ABS]
+    val = lax.select_n(k, -x, ~x, jnp.where(x == 0, _i32(1), _i32(0)), jnp.where(x < 0, -x, x))
+    ovf = (x == INT_MIN) & ((o == Op.NEG) | (o == Op.ABS))
+    return val, ovf
+
+
+# ----------------------------------------------------------------------------------------
+# one step of one lane
+
+
+def _get(arr, start, size):
+    """arr[start : start + size] along the leading axes (clamped, never out of bounds)."""
+    return lax.dynamic_slice(arr, start, size)
+
+
+def _step(t: Tables, lay: Layout, limits: Limits, s: Lane) -> Lane:
+    """One instruction of one lane (vmapped over lanes; ``t`` is shared).
+
+    Equivalent plain Python (``isa.py``'s check order; the first failing check stops the
+    lane, leaving pc at the failing instruction):
+
+        if status != RUNNING: return
+        if not (0 <= pc < n_code and 0 <= op[pc] < N_OPS): status = INVALID_BYTECODE; return
+        if steps >= budget: status = TIMEOUT; return
+        steps += 1
+        o, a = op[pc], arg[pc]; depth = sp - (fp + nlocals)
+        if bad_arg(kind[o], a, depth): status = INVALID_BYTECODE; return
+        pops = nparams[a] if o == CALL else POPS[o]
+        if depth < pops or depth - pops + PUSHES[o] > maxstack: status = INVALID_BYTECODE; return
+        if o's own check fails: status = its error; return
+        execute o (at most two value-stack / frame / output pairs written)
+    """
+    run = s.status == Code.RUNNING
+    n_code = t.n_code[s.pid]
+    n_funcs = t.n_funcs[s.pid]
+    ins = _get(t.code, (s.pid, s.pc, 0), (1, 1, 2))[0, 0]
+    o, a = ins[0], ins[1]
+    pc_ok = (s.pc >= 0) & (s.pc < n_code)
+    valid = pc_ok & (o >= 0) & (o < _N_OPS)
+    o = jnp.where(valid, o, _N_OPS)  # decodes as nothing
+    row = jnp.asarray(_TAB)[o]
+    kind, pops_t, pushes_t = row[0], row[1], row[2]
+    timeout = s.steps >= s.budget
+
+    base = s.fp + s.nlocals
+    depth = s.sp - base  # operand-stack depth (>= 0 and <= maxstack, an invariant)
+    # top three operands: logical slots sp-3, sp-2, sp-1 live at physical sp .. sp+2
+    win = _get(s.mem, (s.sp + (lay.stack0 - _GUARD), 0), (3, 2))
+    third, second, top = win[0, 0], win[1, 0], win[2, 0]
+    # the one slot an instruction addresses: a local (SLOT) or sp - d (PRINT's DEPTH)
+    is_slot = kind == ArgKind.SLOT
+    slot_i = jnp.where(is_slot, s.fp + a, s.sp - a)
+    slot = _get(s.mem, (lay.stack0 + slot_i, 0), (1, 2))[0]
+    # the caller's frame record (for RETURN_VALUE)
+    rec = _get(s.mem, (lay.frame0 + 2 * (s.depth - 2), 0), (2, 2))
+    ret_pc, ret_fp, ret_fn, ret_serial = rec[0, 0], rec[0, 1], rec[1, 0], rec[1, 1]
+    # one function-table row: the callee (CALL) or the caller (RETURN_VALUE)
+    is_call = o == Op.CALL
+    is_ret = o == Op.RETURN_VALUE
+    which = jnp.where(is_ret, ret_fn, a)
+    frow = _get(t.fn, (s.pid, which, 0), (1, 1, 4))[0, 0]
+    f_entry, f_np, f_nl, f_ms = frow[0], frow[1], frow[2], frow[3]
+
+    # check 3: the argument
+    arg_bad = (
+        ((kind == ArgKind.SLOT) & ((a < 0) | (a >= s.nlocals)))
+        | ((kind == ArgKind.TARGET) & ((a < 0) | (a >= n_code)))
+        | ((kind == ArgKind.FUNC) & ((a < 0) | (a >= n_funcs)))
+        | ((kind == ArgKind.DEPTH) & ((a < 1) | (a > depth)))
+        | ((kind == ArgKind.COUNT) & ((a < 0) | (a > depth)))
+    )
+    # check 4: operand stack under/overflow (CALL pops its callee's nparams; a negative
+    # nparams is check 5's malformed table, so its wrapped arithmetic here is irrelevant)
+    pops = jnp.where(is_call, f_np, pops_t)
+    stack_bad = (depth < pops) | (depth - pops + pushes_t > s.maxstack)
+
+    # check 5 and the results: each opcode's own errors
+    bval, bcode, bdetail = _binary(o, second, top)
+    uval, uovf = _unary(o, top)
+    is_bin = (o >= Op.ADD) & (o <= Op.NE)
+    is_un = (o >= Op.NEG) & (o <= Op.ABS)
+    unbound = (o == Op.LOAD_VAR) & (a >= s.nparams) & (slot[1] != s.serial)
+    # FOR_RANGE: [.., c, stop, step]
+    rc, rstop, rstep = third, second, top
+    r_more = ((rstep > 0) & (rc < rstop)) | ((rstep < 0) & (rc > rstop))
+    r_next, r_ovf = _add_ovf(rc, rstep)
+    r_next = jnp.where(r_ovf, rstop, r_next)
+    is_for = o == Op.FOR_RANGE
+    # CALL
+    malformed = (f_np < 0) | (f_nl < f_np) | (f_ms < 0) | (f_entry < 0) | (f_entry >= n_code)
+    new_fp = s.sp - f_np
+    room = limits.max_stack - new_fp  # >= 0 whenever the checks above passed
+    too_deep = (s.depth >= limits.max_depth) | (f_nl > room) | (f_ms > room - f_nl)
+    is_print = (o == Op.PRINT_INT) | (o == Op.PRINT_BOOL) | (o == Op.PRINT_NEWLINE)
+    out_full = s.n_out >= limits.max_output
+    bottom = s.depth <= 1
+
+    e5 = jnp.where(is_bin, bcode, _i32(Code.RUNNING))
+    e5 = jnp.where(is_un & uovf, Code.OVERFLOW, e5)
+    e5 = jnp.where(unbound, Code.UNBOUND_LOCAL, e5)
+    e5 = jnp.where(is_for & (rstep == 0), Code.VALUE, e5)
+    e5 = jnp.where(is_call & too_deep, Code.RECURSION, e5)
+    e5 = jnp.where(is_call & malformed, Code.INVALID_BYTECODE, e5)
+    e5 = jnp.where(is_print & out_full, Code.OUTPUT_LIMIT, e5)
+    e5 = jnp.where((o == Op.ASSERT) & (top == 0), Code.ASSERTION, e5)
+    e5 = jnp.where(is_ret & bottom, Code.OK, e5)
+    d5 = jnp.where(is_for, _i32(Value.RANGE_STEP_ZERO), bdetail)
+
+    new_status = jnp.where(
+        ~valid,
+        Code.INVALID_BYTECODE,
+        jnp.where(timeout, Code.TIMEOUT, jnp.where(arg_bad | stack_bad, Code.INVALID_BYTECODE, e5)),
+    )
+    new_status = _i32(new_status)
+    go = run & (new_status == Code.RUNNING)  # the instruction completes, the lane goes on
+    started = run & valid & ~timeout
+    steps = jnp.where(started, s.steps + 1, s.steps)
+
+    # --- control flow
+    nxt = s.pc + 1
+    taken = (
+        (o == Op.JUMP)
+        | ((o == Op.JUMP_IF_FALSE) & (top == 0))
+        | ((o == Op.JUMP_IF_TRUE) & (top != 0))
+        | ((o == Op.JUMP_IF_FALSE_OR_POP) & (top == 0))
+        | ((o == Op.JUMP_IF_TRUE_OR_POP) & (top != 0))
+        | (is_for & ~r_more)
+    )
+    pc = jnp.where(taken, a, nxt)
+    pc = jnp.where(is_call, f_entry, pc)
+    pc = jnp.where(is_ret, ret_pc, pc)
+    # --- stack pointer
+    sp = s.sp - pops_t + pushes_t
+    sp = jnp.where(o == Op.POP_N, s.sp - a, sp)
+    keep = ((o == Op.JUMP_IF_FALSE_OR_POP) | (o == Op.JUMP_IF_TRUE_OR_POP)) & taken
+    sp = jnp.where(keep, s.sp, sp)
+    sp = jnp.where(is_for & ~r_more, s.sp - 3, sp)
+    sp = jnp.where(is_call, new_fp + f_nl, sp)
+    sp = jnp.where(is_ret, s.fp + 1, sp)
+    # --- frame registers
+    fp = jnp.where(is_call, new_fp, jnp.where(is_ret, ret_fp, s.fp))
+    fn = jnp.where(is_call, a, jnp.where(is_ret, ret_fn, s.fn))
+    fdepth = jnp.where(is_call, s.depth + 1, jnp.where(is_ret, s.depth - 1, s.depth))
+    serial = jnp.where(is_call, steps, jnp.where(is_ret, ret_serial, s.serial))
+    new_frame = is_call | is_ret
+    nparams = jnp.where(new_frame, f_np, s.nparams)
+    nlocals = jnp.where(new_frame, f_nl, s.nlocals)
+    maxstack = jnp.where(new_frame, f_ms, s.maxstack)
+    n_out = jnp.where(is_print, s.n_out + 1, s.n_out)
+
+    # --- the (at most two) pairs written: index into mem and the pair
+    ser = s.serial
+    is_push_val = (o == Op.LOAD_CONST) | (o == Op.LOAD_VAR) | (o == Op.DUP_TOP)
+    push_v = jnp.where(o == Op.LOAD_CONST, a, jnp.where(o == Op.LOAD_VAR, slot[0], top))
+    i1 = _i32(-1)
+    v1a, v1b = _i32(0), ser
+    i1 = jnp.where(is_push_val, lay.stack0 + s.sp, i1)
+    v1a = jnp.where(is_push_val, push_v, v1a)
+    i1 = jnp.where(o == Op.STORE_VAR, lay.stack0 + s.fp + a, i1)
+    v1a = jnp.where(o == Op.STORE_VAR, top, v1a)
+    i1 = jnp.where(is_bin, lay.stack0 + s.sp - 2, i1)
+    v1a = jnp.where(is_bin, bval, v1a)
+    i1 = jnp.where(is_un, lay.stack0 + s.sp - 1, i1)
+    v1a = jnp.where(is_un, uval, v1a)
+    i1 = jnp.where(is_for & r_more, lay.stack0 + s.sp - 3, i1)
+    v1a = jnp.where(is_for, r_next, v1a)
+    i1 = jnp.where(is_ret, lay.stack0 + s.fp, i1)  # the value, pushed in the caller
+    v1a = jnp.where(is_ret, top, v1a)
+    out_kind = jnp.where(
+        o == Op.PRINT_INT,
+        isa.OUT_INT,
+        jnp.where(o == Op.PRINT_BOOL, isa.OUT_BOOL, isa.OUT_NEWLINE),
+    )
+    i1 = jnp.where(is_print, lay.out0 + s.n_out, i1)
+    v1a = jnp.where(is_print, _i32(out_kind), v1a)
+    v1b = jnp.where(is_print, jnp.where(o == Op.PRINT_NEWLINE, 0, slot[0]), v1b)
+    rec_i = lay.frame0 + 2 * (s.depth - 1)  # the caller's record, for CALL
+    i1 = jnp.where(is_call, rec_i, i1)
+    v1a = jnp.where(is_call, nxt, v1a)
+    v1b = jnp.where(is_call, s.fp, v1b)
+    # second pair: FOR_RANGE's pushed value, CALL's (fn, serial)
+    i2 = jnp.where(is_for & r_more, lay.stack0 + s.sp, jnp.where(is_call, rec_i + 1, -1))
+    v2a = jnp.where(is_call, s.fn, rc)
+    v2b = jnp.where(is_call, s.serial, ser)
+
+    # writes happen only for a completed instruction and only in bounds (else dropped)
+    w1 = go & (i1 >= 0) & (i1 < lay.size)
+    w2 = go & (i2 >= 0) & (i2 < lay.size)
+    idx = jnp.stack([jnp.where(w1, i1, lay.drop), jnp.where(w2, i2, lay.drop + 1)])
+    vals = jnp.stack([jnp.stack([v1a, v1b]), jnp.stack([v2a, v2b])])
+    mem = s.mem.at[idx].set(vals, mode="drop", unique_indices=True)
+
+    halt_ok = run & (new_status == Code.OK)
+    aux = jnp.where(halt_ok, top, s.aux)
+    aux = jnp.where(run & (new_status == Code.VALUE), d5, aux)
+
+    def upd(new, old):
+        return jnp.where(go, new, old)
+
+    return Lane(
+        pid=s.pid,
+        budget=s.budget,
+        pc=upd(pc, s.pc),
+        sp=upd(sp, s.sp),
+        fp=upd(fp, s.fp),
+        fn=upd(fn, s.fn),
+        depth=upd(fdepth, s.depth),
+        serial=upd(serial, s.serial),
+        nparams=upd(nparams, s.nparams),
+        nlocals=upd(nlocals, s.nlocals),
+        maxstack=upd(maxstack, s.maxstack),
+        steps=steps,
+        status=jnp.where(run, new_status, s.status),
+        aux=aux,
+        n_out=upd(n_out, s.n_out),
+        mem=mem,
+    )
+
+
+# ----------------------------------------------------------------------------------------
+# start and finish
+
+
+def _init(t: Tables, lay: Layout, limits: Limits, pid, entry, args, budget) -> Lane:
+    """The entry frame of one lane, or a lane already stopped by a malformed start.
+
+    Start checks, in order (steps stays 0, pc is the entry's first instruction when the
+    entry id is valid, else 0): n_code outside [0, I] or n_funcs outside [0, F], entry
+    outside [0, n_funcs), a malformed table entry for it, or fewer arguments than its
+    nparams -> InvalidBytecode; a frame that does not fit in the value stack ->
+    RecursionError.
+    """
+    n_i = t.code.shape[1]
+    n_f = t.fn.shape[1]
+    n_code = t.n_code[pid]
+    n_funcs = t.n_funcs[pid]
+    shape_bad = (n_code < 0) | (n_code > n_i) | (n_funcs < 0) | (n_funcs > n_f)
+    entry_bad = (entry < 0) | (entry >= n_funcs)
+    frow = _get(t.fn, (pid, entry, 0), (1, 1, 4))[0, 0]
+    f_entry, f_np, f_nl, f_ms = frow[0], frow[1], frow[2], frow[3]
+    malformed = (f_np < 0) | (f_nl < f_np) | (f_ms < 0) | (f_entry < 0) | (f_entry >= n_code)
+    n_args = args.shape[0]
+    too_few = f_np > n_args
+    too_big = (f_nl > limits.max_stack) | (f_ms > limits.max_stack - f_nl)
+    status = jnp.where(
+        shape_bad | entry_bad | malformed | too_few,
+        Code.INVALID_BYTECODE,
+        jnp.where(too_big | (limits.max_depth < 1), Code.RECURSION, Code.RUNNING),
+    )
+    pc = jnp.where(shape_bad | entry_bad, 0, f_entry)
+    mem = jnp.zeros((lay.size, 2), jnp.int32)
+    mem = mem.at[lay.stack0 : lay.stack0 + limits.max_stack, 1].set(-1)  # nothing bound
+    n = min(n_args, limits.max_stack)
+    if n:
+        mem = mem.at[lay.stack0 : lay.stack0 + n, 0].set(args[:n])
+    zero = _i32(0)
+    return Lane(
+        pid=pid,
+        budget=jnp.clip(budget, 0, limits.max_steps),
+        pc=_i32(pc),
+        sp=f_nl,
+        fp=zero,
+        fn=entry,
+        depth=_i32(1),
+        serial=zero,
+        nparams=f_np,
+        nlocals=f_nl,
+        maxstack=f_ms,
+        steps=zero,
+        status=_i32(status),
+        aux=zero,
+        n_out=zero,
+        mem=mem,
+    )
+
+
+def _finish(t: Tables, lay: Layout, limits: Limits, s: Lane) -> isa.RunResult:
+    n_i = t.code.shape[1]
+    pc_ok = (s.pc >= 0) & (s.pc < t.n_code[s.pid]) & (s.pc < n_i)
+    line = jnp.where(pc_ok, _get(t.line, (s.pid, s.pc), (1, 1))[0, 0], 0)
+    out = s.mem[lay.out0 : lay.out0 + limits.max_output]
+    return isa.RunResult(
+        status=s.status,
+        detail=jnp.where(s.status == Code.VALUE, s.aux, 0),
+        pc=s.pc,
+        line=line,
+        fn=s.fn,
+        result=jnp.where(s.status == Code.OK, s.aux, 0),
+        out_kind=out[:, 0],
+        out_val=out[:, 1],
+        n_out=s.n_out,
+        steps=s.steps,
+    )
+
+
+def _run_lanes(t: Tables, pid, entry, args, budget, limits: Limits, inner_steps: int, unroll):
+    """Run lanes (lane l runs program pid[l]) to completion.
+
+    Equivalent plain Python:
+
+        lanes = [init(l) for l in range(L)]
+        while any(lane.status == RUNNING for lane in lanes):
+            for _ in range(inner_steps):          # fixed count: no host sync inside
+                lanes = [step(lane) for lane in lanes]   # stopped lanes do nothing
+        return [finish(lane) for lane in lanes]
+    """
+    lay = layout(limits)
+    lanes = jax.vmap(functools.partial(_init, t, lay, limits))(pid, entry, args, budget)
+    vstep = jax.vmap(functools.partial(_step, t, lay, limits))
+
+    def cond(s):
+        return jnp.any(s.status == Code.RUNNING)
+
+    def body(s):
+        return lax.fori_loop(0, inner_steps, lambda _, x: vstep(x), s, unroll=unroll)
+
+    lanes = lax.while_loop(cond, body, lanes)
+    return jax.vmap(functools.partial(_finish, t, lay, limits))(lanes)
+
+
+@functools.partial(jax.jit, static_argnames=("limits", "inner_steps", "unroll"))
+def run_batch(
+    program: isa.Program,
+    entry,
+    args,
+    budget,
+    limits: Limits = DEFAULT,
+    inner_steps: int = 16,
+    unroll: int = 1,
+) -> isa.RunResult:
+    """The jitted core of ``run`` on a batched program with every input given as arrays:
+    entry Int32[B], args Int32[B, A], budget Int32[B]."""
+    t = _tables(program)
+    b = t.code.shape[0]
+    pid = jnp.arange(b, dtype=jnp.int32)
+    return _run_lanes(t, pid, _i32(entry), _i32(args), _i32(budget), limits, inner_steps, unroll)
+
+
+def run(
+    program: isa.Program,
+    limits: Limits = DEFAULT,
+    entry=None,
+    args=None,
+    budget=None,
+    *,
+    inner_steps: int = 16,
+    unroll: int = 1,
+) -> isa.RunResult:
+    """Run a batch of programs (leading axis B), or one unbatched program.
+
+    entry: Int32[B] function id each lane starts in (default 0, the module body).
+    args: Int32[B, A] arguments of the entry function (default none: A = 0); the entry
+        function takes args[:, :nparams]; fewer than nparams is InvalidBytecode.
+    budget: Int32[B] per-lane step budget, clipped to [0, limits.max_steps] (default
+        limits.max_steps); a lane that would start instruction budget + 1 stops with
+        TimeoutError.
+    limits: static; max_stack, max_depth, max_output and max_steps are used.
+    inner_steps: steps per outer-loop iteration (the host sees "any lane running" once
+        per inner_steps steps); unroll: unroll factor of that inner loop.
+    """
+    unbatched = np.ndim(program.op) == 1
+    if unbatched:
+        program = jax.tree.map(lambda x: jnp.asarray(x)[None], program)
+        entry = None if entry is None else jnp.reshape(_i32(entry), (1,))
+        args = None if args is None else _i32(args)[None]
+        budget = None if budget is None else jnp.reshape(_i32(budget), (1,))
+    b = np.shape(program.op)[0]
+    entry = jnp.zeros((b,), jnp.int32) if entry is None else _i32(entry)
+    args = jnp.zeros((b, 0), jnp.int32) if args is None else _i32(args)
+    budget = jnp.full((b,), limits.max_steps, jnp.int32) if budget is None else _i32(budget)
+    res = run_batch(program, entry, args, budget, limits, inner_steps, unroll)
+    if unbatched:
+        res = jax.tree.map(lambda x: x[0], res)
+    return res
+
+
+@functools.partial(jax.jit, static_argnames=("limits", "inner_steps", "unroll"))
+def run_tests(
+    program: isa.Program,
+    entry,
+    args,
+    expected,
+    limits: Limits = DEFAULT,
+    budget=None,
+    inner_steps: int = 16,
+    unroll: int = 1,
+):
+    """Run every (program, test case) pair as its own lane and check the return values.
+
+    program: batched (B programs); entry: Int32[B] (the function under test);
+    args: Int32[B, K, A] (K cases of A arguments each); expected: Int32[B, K];
+    budget: Int32[B, K] per-case step budgets (default limits.max_steps).
+    Returns (passed: Bool[B], per_case: Int32[B, K]): per_case is the lane's status
+    (errors.Code; Code.OK when it returned the expected value) or WRONG_RESULT (-1) when
+    it returned normally with another value; passed[b] = all cases of b are Code.OK.
+    """
+    t = _tables(program)
+    b, k = args.shape[0], args.shape[1]
+    n = b * k
+    pid = jnp.arange(n, dtype=jnp.int32) // k
+    entry_l = jnp.repeat(_i32(entry), k)
+    args_l = jnp.reshape(_i32(args), (n, args.shape[2]))
+    if budget is None:
+        budget_l = jnp.full((n,), limits.max_steps, jnp.int32)
+    else:
+        budget_l = jnp.reshape(_i32(budget), (n,))
+    res = _run_lanes(t, pid, entry_l, args_l, budget_l, limits, inner_steps, unroll)
+    status = jnp.reshape(res.status, (b, k))
+    got = jnp.reshape(res.result, (b, k))
+    ok = status == Code.OK
+    per_case = jnp.where(ok & (got != _i32(expected)), WRONG_RESULT, status)
+    per_case = _i32(per_case)
+    return jnp.all(per_case == Code.OK, axis=1), per_case
