@@ -1,0 +1,893 @@
+"""Hypothesis strategies for fuzzing tools that read jaxcc's subset of Python.
+
+* ``programs()``: well-typed, terminating programs of the subset (as source text).
+* ``near_misses()``: programs with exactly one error of a chosen class, each paired with
+  the exception name jaxcc reports for it.
+
+Programs are built as Python ``ast`` trees, rendered with ``ast.unparse`` and then given
+formatting variety by a post-pass that keeps the token stream (so the AST) unchanged:
+random spacing, comments, blank lines, line breaks inside brackets, backslash
+continuations, hex/octal/binary/underscore spellings of literals, one-line bodies, ``;``.
+Every choice is drawn from Hypothesis, so failing examples shrink toward smaller programs.
+
+Example::
+
+    from hypothesis import given
+    from jaxcc.testing import programs
+
+    @given(programs())
+    def test_my_tool(src):
+        my_tool(src)
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import tokenize
+from typing import NamedTuple
+
+import hypothesis.strategies as st
+
+__all__ = ["programs"]
+
+INT, BOOL, NONE = "int", "bool", "none"
+INT_MAX = 2**31 - 1
+
+# Upper bound (in AST nodes executed, roughly VM instructions / 3) on what one call site
+# may cost, and on the product of enclosing loop trip counts: keeps every generated
+# program far below jaxcc's step budget and CPython's timeout.
+_CALL_BUDGET = 4000
+_LOOP_BUDGET = 60
+_MAX_REC_DEPTH = 4  # literal depth passed to recursive functions from outside
+
+_CMP_OPS = (ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq, ast.NotEq)
+_COMMENTS = (
+    "note",
+    "TODO: nothing",
+    "x = 1 / 0 is not code",
+    "it's 'quoted'",
+    'say "hi"',
+    "ends in a backslash \\",
+    "#",
+    "  spaced   out  ",
+    "print(1)",
+    "",
+)
+
+
+class _R:
+    """Random choices drawn from Hypothesis; each shrinks toward its first/zero option."""
+
+    def __init__(self, draw):
+        self.draw = draw
+
+    def int(self, lo: int, hi: int) -> int:
+        return self.draw(st.integers(lo, hi))
+
+    def chance(self, pct: int) -> bool:
+        """True with probability pct/100 (shrinks to False)."""
+        return pct > 0 and self.draw(st.integers(0, 99)) >= 100 - pct
+
+    def pick(self, seq):
+        return seq[self.int(0, len(seq) - 1)]
+
+    def weighted(self, pairs):
+        """pairs: [(weight, item)] with weight >= 0; shrinks toward the first item."""
+        pairs = [(w, x) for w, x in pairs if w > 0]
+        total = sum(w for w, _ in pairs)
+        k = self.int(0, total - 1)
+        for w, x in pairs:
+            if k < w:
+                return x
+            k -= w
+        raise AssertionError("unreachable")
+
+
+class _Fn(NamedTuple):
+    name: str
+    params: tuple  # parameter types
+    ret: str  # INT / BOOL / NONE
+    recursive: bool  # first parameter is a decreasing depth
+    cost: int  # upper bound on the work of one call
+
+
+class _Scope:
+    """What the generator knows at one point of one function (or the module body)."""
+
+    def __init__(self, fn: _Fn | None, funcs: list[_Fn]):
+        self.fn = fn
+        self.funcs = funcs  # callable functions (defined earlier)
+        self.types: dict[str, str] = {}  # every variable assigned so far -> its one type
+        self.assigned: dict[str, None] = {}  # definitely assigned here (ordered set)
+        self.protected: set[str] = set()  # loop counters and depth params: never assigned
+        self.loops = 0  # enclosing loops
+        self.mult = 1  # product of the enclosing loops' trip bounds
+        self.self_calls = 0
+
+    def declare(self, name: str, ty: str):
+        self.types[name] = ty
+        self.assigned[name] = None
+
+
+def _name(n: str, ctx=None) -> ast.Name:
+    return ast.Name(n, ctx or ast.Load())
+
+
+def _const(v) -> ast.expr:
+    if isinstance(v, int) and not isinstance(v, bool) and v < 0:
+        return ast.UnaryOp(ast.USub(), ast.Constant(-v))
+    return ast.Constant(v)
+
+
+def _call(name: str, args: list[ast.expr]) -> ast.Call:
+    return ast.Call(_name(name), args, [])
+
+
+class _Gen:
+    """Builds one program's AST from Hypothesis draws."""
+
+    def __init__(
+        self,
+        r: _R,
+        max_functions: int,
+        fuel: int,
+        depth: int,
+        max_statements: int,
+        unbound_reads: bool,
+    ):
+        self.r = r
+        self.fuel_stmt = depth
+        self.max_functions = max_functions
+        self.fuel = fuel
+        self.max_statements = max_statements
+        self.unbound_reads = unbound_reads
+        self.counter = 0
+        self.trips: dict[int, int] = {}  # id(loop node) -> trip bound (for costs)
+        self.called: set[str] = set()  # functions with at least one call site
+
+    def fresh(self, prefix: str) -> str:
+        self.counter += 1
+        return f"{prefix}{self.counter}"
+
+    # ---------------------------------------------------------------- expressions
+
+    def literal(self, ty: str) -> ast.expr:
+        r = self.r
+        if ty == BOOL:
+            return ast.Constant(r.chance(50))
+        v = r.weighted(
+            [
+                (60, lambda: r.int(0, 9)),
+                (25, lambda: r.int(10, 1000)),
+                (5, lambda: r.pick((INT_MAX, 2**30, 65535, 65536, 46340, 46341, 2**31 - 2))),
+                (10, lambda: r.int(0, INT_MAX)),
+            ]
+        )()
+        return ast.Constant(v)
+
+    def leaf(self, sc: _Scope, ty: str) -> ast.expr:
+        r = self.r
+        if self.unbound_reads:
+            maybe = [n for n, t in sc.types.items() if t == ty and n not in sc.assigned]
+            if maybe and r.chance(4):
+                return _name(r.pick(maybe))
+        names = [n for n in sc.assigned if sc.types[n] == ty]
+        if names and r.chance(60):
+            return _name(r.pick(names))
+        return self.literal(ty)
+
+    def operand_type(self) -> str:
+        return BOOL if self.r.chance(12) else INT
+
+    def callable_fns(self, sc: _Scope, ret: str) -> list[_Fn]:
+        fns = [f for f in sc.funcs if f.ret == ret and sc.mult * f.cost <= _CALL_BUDGET]
+        if sc.fn is not None and sc.fn.recursive and sc.fn.ret == ret:
+            if sc.loops == 0 and sc.self_calls < 2:
+                fns.append(sc.fn)
+        return fns
+
+    def call(self, sc: _Scope, fn: _Fn, fuel: int) -> ast.Call:
+        r = self.r
+        args = [self.expr(sc, t, fuel - 1) for t in fn.params]
+        self.called.add(fn.name)
+        if fn.recursive:
+            if fn is sc.fn:
+                sc.self_calls += 1
+                # the depth argument strictly decreases
+                args[0] = ast.BinOp(_name("n"), ast.Sub(), ast.Constant(r.int(1, 2)))
+            else:
+                args[0] = _const(r.int(-1, _MAX_REC_DEPTH))
+        return _call(fn.name, args)
+
+    def small(self, sc: _Scope, k: int, fuel: int) -> ast.expr:
+        """An int expression with a value in [0, k): `e % k` or a literal."""
+        r = self.r
+        if r.chance(50):
+            return ast.Constant(r.int(0, k - 1))
+        return ast.BinOp(self.expr(sc, INT, fuel - 1), ast.Mod(), ast.Constant(k))
+
+    def divisor(self, sc: _Scope, fuel: int) -> ast.expr:
+        """Mostly never zero: a non-zero literal or `(e or k)`; sometimes unguarded."""
+        r = self.r
+        kind = r.weighted([(45, "lit"), (45, "or"), (10, "raw")])
+        if kind == "lit":
+            return _const(r.pick((1, 2, 3, 7, 10, -1, -2, -3, 16, 1000)))
+        e = self.expr(sc, INT, fuel - 1)
+        if kind == "or":
+            return ast.BoolOp(ast.Or(), [e, _const(r.pick((1, 3, -2)))])
+        return e
+
+    def expr(self, sc: _Scope, ty: str, fuel: int) -> ast.expr:
+        """A well-typed expression of type ty (INT or BOOL) with at most `fuel` levels."""
+        r = self.r
+        if fuel <= 0:
+            return self.leaf(sc, ty)
+        f = r.int(0, fuel - 1) + 1  # fuel for this node's children is < f
+        calls = self.callable_fns(sc, ty)
+        if ty == INT:
+            kind = r.weighted(
+                [
+                    (14, "leaf"),
+                    (8, "unary"),
+                    (20, "arith"),
+                    (8, "div"),
+                    (3, "pow"),
+                    (5, "shift"),
+                    (6, "bits"),
+                    (3, "abs"),
+                    (4, "minmax"),
+                    (10 if calls else 0, "call"),
+                    (5, "ifexp"),
+                    (5, "boolop"),
+                ]
+            )
+        else:
+            kind = r.weighted(
+                [
+                    (14, "leaf"),
+                    (8, "not"),
+                    (24, "compare"),
+                    (8, "boolop"),
+                    (5, "bits"),
+                    (4, "ifexp"),
+                    (2, "minmax"),
+                    (10 if calls else 0, "call"),
+                ]
+            )
+        if kind == "leaf":
+            return self.leaf(sc, ty)
+        if kind == "unary":
+            op = r.pick((ast.USub, ast.UAdd, ast.Invert))()
+            return ast.UnaryOp(op, self.expr(sc, self.operand_type(), f - 1))
+        if kind == "arith":
+            op = r.pick((ast.Add, ast.Sub, ast.Mult))()
+            a = self.expr(sc, self.operand_type(), f - 1)
+            return ast.BinOp(a, op, self.expr(sc, self.operand_type(), f - 1))
+        if kind == "div":
+            op = r.pick((ast.FloorDiv, ast.Mod))()
+            return ast.BinOp(self.expr(sc, self.operand_type(), f - 1), op, self.divisor(sc, f))
+        if kind == "pow":
+            base = self.expr(sc, INT, f - 1)
+            if r.chance(5):  # may be negative: ValueError
+                exp = self.expr(sc, INT, f - 1)
+            else:
+                exp = self.small(sc, 4, f)
+            return ast.BinOp(base, ast.Pow(), exp)
+        if kind == "shift":
+            left = r.chance(50)
+            a = self.expr(sc, INT, f - 1)
+            if r.chance(4):  # may be negative: ValueError
+                k = self.expr(sc, INT, f - 1)
+            else:
+                k = self.small(sc, 12 if left else 40, f)
+            return ast.BinOp(a, ast.LShift() if left else ast.RShift(), k)
+        if kind == "bits":
+            op = r.pick((ast.BitAnd, ast.BitOr, ast.BitXor))()
+            if ty == BOOL:
+                return ast.BinOp(self.expr(sc, BOOL, f - 1), op, self.expr(sc, BOOL, f - 1))
+            ta, tb = r.pick(((INT, INT), (INT, INT), (INT, BOOL), (BOOL, INT)))
+            return ast.BinOp(self.expr(sc, ta, f - 1), op, self.expr(sc, tb, f - 1))
+        if kind == "abs":
+            return _call("abs", [self.expr(sc, self.operand_type(), f - 1)])
+        if kind == "minmax":
+            n = r.int(2, 3)
+            return _call(r.pick(("min", "max")), [self.expr(sc, ty, f - 1) for _ in range(n)])
+        if kind == "call":
+            return self.call(sc, r.pick(calls), f)
+        if kind == "ifexp":
+            test = self.expr(sc, self.operand_type(), f - 1)
+            return ast.IfExp(test, self.expr(sc, ty, f - 1), self.expr(sc, ty, f - 1))
+        if kind == "boolop":
+            op = r.pick((ast.And, ast.Or))()
+            return ast.BoolOp(op, [self.expr(sc, ty, f - 1) for _ in range(r.int(2, 3))])
+        if kind == "not":
+            return ast.UnaryOp(ast.Not(), self.expr(sc, self.operand_type(), f - 1))
+        if kind == "compare":
+            n = r.weighted([(70, 1), (22, 2), (8, 3)])
+            t = INT if r.chance(90) else BOOL
+            left = self.expr(sc, t, f - 1)
+            ops = [r.pick(_CMP_OPS)() for _ in range(n)]
+            rest = [self.expr(sc, t, f - 1) for _ in range(n)]
+            return ast.Compare(left, ops, rest)
+        raise AssertionError(kind)
+
+    # ---------------------------------------------------------------- statements
+
+    def block(self, sc: _Scope, fuel: int) -> list[ast.stmt]:
+        n = self.r.int(1, self.max_statements)
+        return [self.stmt(sc, fuel) for _ in range(n)]
+
+    def assignable(self, sc: _Scope, ty: str | None = None) -> list[str]:
+        return [n for n, t in sc.types.items() if n not in sc.protected and (ty is None or t == ty)]
+
+    def stmt(self, sc: _Scope, fuel: int) -> ast.stmt:
+        r = self.r
+        ef = self.fuel
+        in_fn = sc.fn is not None
+        stmt_calls = [f for f in sc.funcs if sc.mult * f.cost <= _CALL_BUDGET]
+        kind = r.weighted(
+            [
+                (20, "new"),
+                (10 if self.assignable(sc) else 0, "assign"),
+                (10 if self.assignable(sc) else 0, "aug"),
+                (15, "print"),
+                (7 if stmt_calls else 0, "callstmt"),
+                (2, "exprstmt"),
+                (3, "assert"),
+                (1, "pass"),
+                (10 if fuel > 0 else 0, "if"),
+                (7 if fuel > 0 and sc.mult * 2 <= _LOOP_BUDGET else 0, "for"),
+                (4 if fuel > 0 and sc.mult * 2 <= _LOOP_BUDGET else 0, "while"),
+                (4 if sc.loops else 0, "jump"),
+                (3 if in_fn else 0, "return"),
+            ]
+        )
+        if kind == "new":
+            ty = self.operand_type()
+            value = self.expr(sc, ty, ef)
+            name = self.fresh("v" if in_fn else "g")
+            sc.declare(name, ty)
+            return ast.Assign([_name(name, ast.Store())], value)
+        if kind == "assign":
+            name = r.pick(self.assignable(sc))
+            value = self.expr(sc, sc.types[name], ef)
+            sc.assigned[name] = None
+            return ast.Assign([_name(name, ast.Store())], value)
+        if kind == "aug":
+            names = self.assignable(sc)
+            done = [n for n in names if n in sc.assigned]
+            if done and not (self.unbound_reads and r.chance(5)):
+                names = done
+            name = r.pick(names)
+            if sc.types[name] == BOOL:  # & | ^ with a bool keep a bool
+                op = r.pick((ast.BitAnd, ast.BitOr, ast.BitXor))()
+                value = self.expr(sc, BOOL, ef)
+            else:
+                op = r.pick(
+                    (
+                        ast.Add,
+                        ast.Sub,
+                        ast.Mult,
+                        ast.FloorDiv,
+                        ast.Mod,
+                        ast.Pow,
+                        ast.LShift,
+                        ast.RShift,
+                        ast.BitAnd,
+                        ast.BitOr,
+                        ast.BitXor,
+                    )
+                )()
+                if isinstance(op, (ast.FloorDiv, ast.Mod)):
+                    value = self.divisor(sc, ef)
+                elif isinstance(op, ast.Pow):
+                    value = self.small(sc, 3, ef)
+                elif isinstance(op, (ast.LShift, ast.RShift)):
+                    value = self.small(sc, 8 if isinstance(op, ast.LShift) else 40, ef)
+                else:
+                    value = self.expr(sc, self.operand_type(), ef)
+            return ast.AugAssign(_name(name, ast.Store()), op, value)
+        if kind == "print":
+            n = r.weighted([(10, 0), (50, 1), (30, 2), (10, 3)])
+            return ast.Expr(
+                _call("print", [self.expr(sc, self.operand_type(), ef) for _ in range(n)])
+            )
+        if kind == "callstmt":
+            fn = r.pick(stmt_calls)
+            return ast.Expr(self.call(sc, fn, ef))
+        if kind == "exprstmt":
+            return ast.Expr(self.expr(sc, self.operand_type(), ef))
+        if kind == "assert":
+            e = self.expr(sc, BOOL, ef)
+            if r.chance(75):  # mostly true: `assert e or True`
+                e = ast.BoolOp(ast.Or(), [e, ast.Constant(True)])
+            return ast.Assert(e, None)
+        if kind == "pass":
+            return ast.Pass()
+        if kind == "jump":
+            j = ast.Break() if r.chance(50) else ast.Continue()
+            if r.chance(70):
+                return ast.If(self.expr(sc, self.operand_type(), ef), [j], [])
+            return j
+        if kind == "return":
+            return self.ret(sc)
+        if kind == "if":
+            return self.if_stmt(sc, fuel)
+        if kind == "for":
+            return self.for_stmt(sc, fuel)
+        if kind == "while":
+            return self.while_stmt(sc, fuel)
+        raise AssertionError(kind)
+
+    def ret(self, sc: _Scope) -> ast.Return:
+        if sc.fn.ret == NONE:
+            return ast.Return(None)
+        return ast.Return(self.expr(sc, sc.fn.ret, self.fuel))
+
+    def if_stmt(self, sc: _Scope, fuel: int) -> ast.If:
+        r = self.r
+        test = self.expr(sc, self.operand_type(), self.fuel)
+        before = dict(sc.assigned)
+        body = self.block(sc, fuel - 1)
+        after_body = sc.assigned
+        sc.assigned = dict(before)
+        orelse: list[ast.stmt] = []
+        kind = r.weighted([(45, "none"), (35, "else"), (20, "elif")])
+        if kind == "else":
+            orelse = self.block(sc, fuel - 1)
+        elif kind == "elif":
+            orelse = [self.if_stmt(sc, fuel - 1)]
+        if kind == "none":
+            sc.assigned = before
+        else:  # definitely assigned after: assigned on both paths
+            sc.assigned = {n: None for n in after_body if n in sc.assigned}
+        return ast.If(test, body, orelse)
+
+    def range_args(self, sc: _Scope) -> tuple[list[ast.expr], int]:
+        """range() arguments with a known bound on the trip count."""
+        r = self.r
+
+        def bound(lo: int, hi: int) -> tuple[ast.expr, int, int]:
+            # a literal in [lo, hi], or `e % k + lo` with values in [lo, lo + k - 1]
+            if r.chance(65):
+                v = r.int(lo, hi)
+                return _const(v), v, v
+            k = r.int(1, hi - lo + 1)
+            e = ast.BinOp(self.expr(sc, INT, self.fuel - 1), ast.Mod(), ast.Constant(k))
+            if lo:
+                e = ast.BinOp(e, ast.Add() if lo > 0 else ast.Sub(), ast.Constant(abs(lo)))
+            return e, lo, lo + k - 1
+
+        form = r.weighted([(50, 1), (30, 2), (20, 3)])
+        if form == 1:
+            stop, _, hi = bound(0, 6)
+            return [stop], hi
+        start, slo, shi = bound(-3, 4)
+        stop, tlo, thi = bound(-3, 8)
+        if form == 2:
+            return [start, stop], max(0, thi - slo)
+        if r.chance(6):  # step 0: ValueError
+            return [start, stop, ast.Constant(0)], 0
+        step = r.pick((1, 2, 3, -1, -2, -3))
+        if step > 0:
+            trips = -(-max(0, thi - slo) // step)
+        else:
+            trips = -(-max(0, shi - tlo) // -step)
+        return [start, stop, _const(step)], trips
+
+    def loop_body(self, sc: _Scope, fuel: int, trips: int, loop_var: str | None) -> list[ast.stmt]:
+        before = dict(sc.assigned)
+        if loop_var is not None:
+            sc.assigned[loop_var] = None
+        sc.loops += 1
+        sc.mult *= max(trips, 1)
+        body = self.block(sc, fuel - 1)
+        sc.mult //= max(trips, 1)
+        sc.loops -= 1
+        sc.assigned = before  # the body may not run
+        return body
+
+    def for_stmt(self, sc: _Scope, fuel: int) -> ast.For:
+        args, trips = self.range_args(sc)
+        trips = min(trips, max(1, _LOOP_BUDGET // sc.mult))
+        if len(args) == 1 and isinstance(args[0], ast.Constant):
+            args[0] = ast.Constant(min(args[0].value, trips))
+        elif trips * sc.mult > _LOOP_BUDGET:  # too many: clamp the stop with min()
+            args = [
+                ast.Constant(0),
+                _call("min", [args[-1] if len(args) < 3 else args[1], ast.Constant(trips)]),
+            ]
+        name = self.fresh("i")
+        sc.types.setdefault(name, INT)
+        body = self.loop_body(sc, fuel, trips, name)
+        node = ast.For(_name(name, ast.Store()), _call("range", args), body, [])
+        self.trips[id(node)] = trips
+        return node
+
+    def while_stmt(self, sc: _Scope, fuel: int) -> ast.stmt:
+        r = self.r
+        k = r.int(0, min(6, _LOOP_BUDGET // sc.mult))
+        c = self.fresh("c")
+        sc.declare(c, INT)
+        sc.protected.add(c)
+        inc = ast.AugAssign(_name(c, ast.Store()), ast.Add(), ast.Constant(1))
+        if r.chance(30):  # while True: with its own break
+            stop = ast.If(ast.Compare(_name(c), [ast.Gt()], [ast.Constant(k)]), [ast.Break()], [])
+            body = [inc, stop, *self.loop_body(sc, fuel, k, None)]
+            node = ast.While(ast.Constant(True), body, [])
+        else:
+            test: ast.expr = ast.Compare(_name(c), [ast.Lt()], [ast.Constant(k)])
+            if r.chance(25):
+                extra = self.expr(sc, BOOL, self.fuel - 1)
+                test = ast.BoolOp(ast.And(), [test, extra])
+            node = ast.While(test, [inc, *self.loop_body(sc, fuel, k, None)], [])
+        self.trips[id(node)] = k + 1
+        init = ast.Assign([_name(c, ast.Store())], ast.Constant(0))
+        return _Seq([init, node])
+
+    # ---------------------------------------------------------------- functions
+
+    def function(self, funcs: list[_Fn]) -> tuple[ast.FunctionDef, _Fn]:
+        r = self.r
+        name = self.fresh("f")
+        recursive = r.chance(25)
+        nparams = r.int(1 if recursive else 0, 3)
+        ptypes = tuple(
+            INT if (recursive and i == 0) else self.operand_type() for i in range(nparams)
+        )
+        ret = r.weighted([(50, INT), (25, BOOL), (25, NONE)])
+        fn = _Fn(name, ptypes, ret, recursive, 0)
+        sc = _Scope(fn, funcs)
+        pnames = []
+        args = []
+        for i, t in enumerate(ptypes):
+            pn = "n" if (recursive and i == 0) else self.fresh("p")
+            pnames.append(pn)
+            sc.declare(pn, t)
+            ann = ast.Name(t) if r.chance(35) else None
+            args.append(ast.arg(pn, ann))
+        if recursive:
+            sc.protected.add("n")
+        body: list[ast.stmt] = []
+        if recursive:
+            test = ast.Compare(_name("n"), [r.pick((ast.LtE, ast.Lt))()], [ast.Constant(0)])
+            if isinstance(test.ops[0], ast.Lt):
+                test.comparators[0] = ast.Constant(1)
+            body.append(ast.If(test, [self.ret(sc)], []))
+        body += self.block(sc, self.fuel_stmt)
+        body += self.ending(sc)
+        returns = None
+        if r.chance(25):
+            returns = ast.Constant(None) if ret == NONE else ast.Name(ret)
+        node = ast.FunctionDef(
+            name, ast.arguments([], args, None, [], [], None, []), body, [], returns
+        )
+        cost = self.cost(body, {f.name: f.cost for f in funcs})
+        if recursive:
+            s = max(1, sc.self_calls)
+            cost *= sum(s**d for d in range(_MAX_REC_DEPTH + 2))
+        return node, fn._replace(cost=max(cost, 1))
+
+    def ending(self, sc: _Scope) -> list[ast.stmt]:
+        """The end of a function: value-returning functions never fall off their end."""
+        r = self.r
+        fn = sc.fn
+        tail: list[ast.stmt] = []
+        if fn.recursive and sc.self_calls == 0:
+            call = self.call(sc, fn, self.fuel)
+            if fn.ret == NONE:
+                tail.append(ast.Expr(call))
+            elif fn.ret == INT:
+                op = r.pick((ast.Add, ast.Sub, ast.BitXor))()
+                tail.append(ast.Return(ast.BinOp(call, op, self.expr(sc, INT, self.fuel - 1))))
+                return tail
+            else:
+                tail.append(
+                    ast.Return(r.pick((lambda: ast.UnaryOp(ast.Not(), call), lambda: call))())
+                )
+                return tail
+        if fn.ret == NONE:
+            if r.chance(30):
+                tail.append(ast.Return(None))
+            return tail
+        kind = r.weighted([(70, "return"), (20, "ifelse"), (10, "whiletrue")])
+        if kind == "return":
+            tail.append(self.ret(sc))
+        elif kind == "ifelse":
+            test = self.expr(sc, self.operand_type(), self.fuel)
+            tail.append(ast.If(test, [self.ret(sc)], [self.ret(sc)]))
+        else:  # `while True:` with no break of its own terminates
+            c = self.fresh("c")
+            sc.declare(c, INT)
+            k = r.int(0, 5)
+            inc = ast.AugAssign(_name(c, ast.Store()), ast.Add(), ast.Constant(1))
+            done = ast.If(ast.Compare(_name(c), [ast.Gt()], [ast.Constant(k)]), [self.ret(sc)], [])
+            node = ast.While(ast.Constant(True), [inc, done], [])
+            self.trips[id(node)] = k + 2
+            tail += [ast.Assign([_name(c, ast.Store())], ast.Constant(0)), node]
+        return tail
+
+    def cost(self, node, costs: dict[str, int]) -> int:
+        """Upper bound on the nodes executed (loops multiply, calls add the callee's)."""
+        if isinstance(node, list):
+            return sum(self.cost(x, costs) for x in node) + 1
+        if isinstance(node, (ast.For, ast.While)):
+            inner = self.cost(node.body, costs) + 2
+            head = self.cost(node.iter if isinstance(node, ast.For) else node.test, costs)
+            return self.trips.get(id(node), 1) * (inner + head) + head
+        total = 1
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            total += costs.get(node.func.id, 0)
+        for child in ast.iter_child_nodes(node):
+            total += self.cost(child, costs)
+        return total
+
+    def module(self) -> ast.Module:
+        r = self.r
+        funcs: list[_Fn] = []
+        top = _Scope(None, funcs)
+        body: list[ast.stmt] = []
+        n_fn = r.int(0, self.max_functions)
+        fn_types: dict[str, tuple] = {}
+        if r.chance(30):
+            body += self.block(top, self.fuel_stmt)
+        for _ in range(n_fn):
+            node, fn = self.function(list(funcs))
+            funcs.append(fn)
+            fn_types[fn.name] = fn.params
+            body.append(node)
+            top.funcs = funcs
+            if r.chance(50):
+                body += self.block(top, self.fuel_stmt)
+        body += self.block(top, self.fuel_stmt)
+        for node in body:
+            # a parameter without call sites is an int: annotate bool ones
+            if isinstance(node, ast.FunctionDef) and node.name not in self.called:
+                for a, t in zip(node.args.args, fn_types[node.name], strict=True):
+                    if t == BOOL and a.annotation is None:
+                        a.annotation = ast.Name(BOOL)
+        return ast.fix_missing_locations(ast.Module(_flatten(body), []))
+
+
+class _Seq(ast.stmt):
+    """Several statements generated as one (flattened before rendering)."""
+
+    _fields = ("stmts",)
+
+    def __init__(self, stmts):
+        super().__init__()
+        self.stmts = stmts
+
+
+def _flatten(stmts: list) -> list[ast.stmt]:
+    """Expands _Seq nodes, in every nested statement list."""
+    out: list[ast.stmt] = []
+    for s in stmts:
+        if isinstance(s, _Seq):
+            out += _flatten(s.stmts)
+            continue
+        for field in ("body", "orelse"):
+            if isinstance(getattr(s, field, None), list):
+                setattr(s, field, _flatten(getattr(s, field)))
+        out.append(s)
+    return out
+
+
+# ------------------------------------------------------------------------ rendering
+
+_SIMPLE = (
+    ast.Assign,
+    ast.AugAssign,
+    ast.Expr,
+    ast.Assert,
+    ast.Pass,
+    ast.Break,
+    ast.Continue,
+    ast.Return,
+)
+
+
+def _header(s: ast.stmt, kw: str = "if") -> str:
+    if isinstance(s, ast.If):
+        return f"{kw} {ast.unparse(s.test)}:"
+    if isinstance(s, ast.While):
+        return f"while {ast.unparse(s.test)}:"
+    if isinstance(s, ast.For):
+        return f"for {ast.unparse(s.target)} in {ast.unparse(s.iter)}:"
+    if isinstance(s, ast.FunctionDef):
+        params = ", ".join(ast.unparse(a) for a in s.args.args)
+        ret = f" -> {ast.unparse(s.returns)}" if s.returns is not None else ""
+        return f"def {s.name}({params}){ret}:"
+    raise AssertionError(type(s))
+
+
+class _Render:
+    """Source text for a module, with formatting variety that keeps the AST unchanged.
+
+    ``messy`` (0-3) scales how often each kind of variety is used.
+    """
+
+    def __init__(self, r: _R, messy: int):
+        self.r = r
+        self.messy = messy
+        self.tabs = messy > 0 and r.chance(8)
+
+    def p(self, pct: int) -> bool:
+        return self.messy > 0 and self.r.chance(min(95, pct * self.messy))
+
+    def unit(self) -> str:
+        if self.tabs:
+            return "\t" * (1 + self.p(5))
+        if not self.p(10):
+            return "    "
+        return " " * self.r.pick((1, 2, 3, 5, 8, 4))
+
+    def module(self, mod: ast.Module) -> str:
+        lines: list[str] = []
+        self.block(mod.body, "", lines)
+        self.filler("", lines)
+        text = "\n".join(lines)
+        while text.endswith("\n") or text.endswith(" "):  # no whitespace-only last line
+            text = text.rstrip("\n").rstrip(" ")
+        return text if self.p(2) else text + "\n"
+
+    def filler(self, indent: str, lines: list[str]):
+        """Blank lines and comment-only lines (any indentation: they never change it)."""
+        r = self.r
+        while self.p(6):
+            if r.chance(50):
+                lines.append(" " * r.int(0, 3) if r.chance(20) else "")
+            else:
+                ind = indent if r.chance(60) else " " * r.int(0, 9)
+                lines.append(f"{ind}# {r.pick(_COMMENTS)}")
+
+    def block(self, stmts: list[ast.stmt], indent: str, lines: list[str]):
+        i = 0
+        while i < len(stmts):
+            self.filler(indent, lines)
+            s = stmts[i]
+            if isinstance(s, _SIMPLE):
+                group = [s]
+                while i + 1 < len(stmts) and isinstance(stmts[i + 1], _SIMPLE) and self.p(8):
+                    i += 1
+                    group.append(stmts[i])
+                lines.append(self.line(indent, self.simple(group)))
+            else:
+                self.compound(s, indent, lines)
+            i += 1
+
+    def simple(self, group: list[ast.stmt]) -> str:
+        text = "; ".join(ast.unparse(s) for s in group)
+        return text + ";" if self.p(2) else text
+
+    def body(self, header: str, body: list[ast.stmt], indent: str, lines: list[str]):
+        if all(isinstance(s, _SIMPLE) for s in body) and len(body) <= 3 and self.p(10):
+            lines.append(self.line(indent, header + " " + self.simple(body)))
+            return
+        lines.append(self.line(indent, header))
+        self.block(body, indent + self.unit(), lines)
+
+    def compound(self, s: ast.stmt, indent: str, lines: list[str], kw: str = "if"):
+        self.body(_header(s, kw), s.body, indent, lines)
+        orelse = getattr(s, "orelse", [])
+        if not orelse:
+            return
+        if len(orelse) == 1 and isinstance(orelse[0], ast.If) and not self.p(10):
+            self.filler(indent, lines)
+            self.compound(orelse[0], indent, lines, "elif")
+            return
+        self.filler(indent, lines)
+        self.body("else:", orelse, indent, lines)
+
+    def number(self, v: int) -> str:
+        r = self.r
+        if not self.p(8):
+            return str(v)
+        base = r.pick((10, 16, 8, 2))
+        if base == 10:
+            digits, prefix = str(v), ""
+        elif base == 16:
+            digits = format(v, "x" if r.chance(50) else "X")
+            prefix = r.pick(("0x", "0X"))
+        elif base == 8:
+            digits, prefix = format(v, "o"), r.pick(("0o", "0O"))
+        else:
+            digits, prefix = format(v, "b"), r.pick(("0b", "0B"))
+        out = prefix + ("_" if prefix and r.chance(15) else "") + digits[0]
+        for d in digits[1:]:
+            out += ("_" if r.chance(15) else "") + d
+        return out
+
+    def gap(self, prev: tokenize.TokenInfo, tok: tokenize.TokenInfo, depth: int) -> str:
+        r = self.r
+        words = (tokenize.NAME, tokenize.NUMBER)
+        need = prev.type in words and tok.type in words
+        orig = " " * (tok.start[1] - prev.end[1])
+        if depth > 0 and self.p(4):  # a line break inside brackets, maybe after a comment
+            comment = f"  # {r.pick(_COMMENTS)}" if r.chance(30) else ""
+            return " " * r.int(0, 2) + comment + "\n" + " " * r.int(0, 12)
+        if self.p(1):  # backslash continuation
+            return " " * r.int(need, 2) + "\\\n" + " " * r.int(0, 8)
+        if self.p(4):
+            return " " * r.int(1 if need else 0, 3)
+        return orig
+
+    def line(self, indent: str, text: str) -> str:
+        """One logical line (its tokens respaced, maybe spread over physical lines)."""
+        r = self.r
+        skip = (tokenize.NEWLINE, tokenize.NL, tokenize.ENDMARKER, tokenize.INDENT, tokenize.DEDENT)
+        toks = [
+            t for t in tokenize.generate_tokens(io.StringIO(text).readline) if t.type not in skip
+        ]
+        out = [indent]
+        depth = 0
+        prev = None
+        for t in toks:
+            s = t.string
+            if t.type == tokenize.NUMBER and s.isdigit():
+                s = self.number(int(s))
+            if prev is not None:
+                out.append(self.gap(prev, t, depth))
+            out.append(s)
+            if s in "([{" and t.type == tokenize.OP:
+                depth += 1
+            elif s in ")]}" and t.type == tokenize.OP:
+                depth -= 1
+            prev = t
+        if self.p(5):
+            out.append(" " * r.int(0, 3) + f"  # {r.pick(_COMMENTS)}")
+        elif self.p(2):
+            out.append(" " * r.int(1, 3))
+        return "".join(out)
+
+
+@st.composite
+def _programs(draw, max_functions, fuel, depth, max_statements, unbound_reads, formatting):
+    r = _R(draw)
+    gen = _Gen(r, max_functions, fuel, depth, max_statements, unbound_reads)
+    mod = gen.module()
+    plain = ast.unparse(mod)
+    if not formatting:
+        return plain + "\n"
+    text = _Render(r, r.int(0, 3)).module(mod)
+    # the formatting pass must never change the program
+    if ast.dump(ast.parse(text)) != ast.dump(ast.parse(plain)):
+        raise AssertionError(f"formatting changed the program:\n{plain}\n----\n{text}")
+    return text
+
+
+def programs(
+    max_functions: int = 3,
+    fuel: int = 3,
+    depth: int = 2,
+    max_statements: int = 4,
+    unbound_reads: bool = True,
+    formatting: bool = True,
+) -> st.SearchStrategy[str]:
+    """Source text of well-typed, terminating programs of jaxcc's subset.
+
+    Each program has up to ``max_functions`` functions (int/bool parameters, optionally
+    annotated; int, bool or no return value) interleaved with module-level statements.
+    Functions call only earlier functions; a recursive function's first parameter ``n``
+    is a depth that every self-call decreases (``f(n - 1, ...)``) and that its first
+    statement checks (``if n <= 0: return ...``); calls from elsewhere pass a literal
+    depth of at most 4. Loops are ``for NAME in range(...)`` with bounded trip counts and
+    ``while`` loops driven by a counter (``c < K`` or ``while True:`` with ``if c > K:
+    break``); the product of nested trip counts and the cost of calls made inside loops
+    are bounded, so programs run for at most some tens of thousands of VM steps.
+    Expressions (at most ``fuel`` levels deep) use every operator of the subset, chained
+    comparisons, ``and``/``or`` (with side-effecting calls), conditional expressions,
+    ``abs``/``min``/``max``; divisors are mostly guarded (a non-zero literal or ``e or
+    k``), ``**`` exponents and shift counts are mostly ``e % k``, so values stay mostly
+    inside int32 while some programs overflow, divide by zero, shift by a negative
+    count, fail an ``assert`` or use a ``range`` step of 0 on purpose. Variables keep one
+    type, are read only when definitely assigned, except (with ``unbound_reads``) a few
+    deliberate reads of maybe-unassigned names that raise UnboundLocalError/NameError.
+    Compound statements nest at most ``depth`` levels; blocks have 1 to
+    ``max_statements`` statements. With ``formatting``, the text gets random spacing,
+    comments, blank lines, line breaks inside brackets, backslash continuations, other
+    spellings of int literals, one-line bodies, ``;``-joined statements and odd
+    indentation widths (or tabs); the post-pass is checked to keep the AST unchanged.
+    """
+    return _programs(max_functions, fuel, depth, max_statements, unbound_reads, formatting)
