@@ -1,0 +1,1 @@
+"""jaxcc benchmarks: `python bench/run.py --out DIR` (see docs/benchmarks.md)."""

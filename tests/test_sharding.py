@@ -1,0 +1,177 @@
+"""jaxcc.sharding: a batch split over 4 (fake CPU) devices gives what one device gives.
+
+The device count of the CPU backend is fixed when JAX initialises, so the checks run in
+a child process started with ``XLA_FLAGS=--xla_force_host_platform_device_count=4``;
+the child is this file run as a script (``python tests/test_sharding.py --child NAME``).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+N_DEVICES = 4
+
+
+def _child(name: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ)
+    env["XLA_FLAGS"] = (
+        env.get("XLA_FLAGS", "") + f" --xla_force_host_platform_device_count={N_DEVICES}"
+    ).strip()
+    env["JAX_PLATFORMS"] = "cpu"
+    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    return subprocess.run(
+        [sys.executable, os.path.abspath(__file__), "--child", name],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+@pytest.mark.parametrize("name", ["toy"])
+def test_sharded_equals_one_device(name):
+    proc = _child(name)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert f"OK {name}" in proc.stdout, proc.stdout + proc.stderr
+
+
+# ---------------------------------------------------------------- child process
+
+
+def _setup():
+    import jax
+
+    jax.config.update("jax_numpy_dtype_promotion", "strict")
+    jax.config.update("jax_numpy_rank_promotion", "raise")
+    jax.config.update("jax_compilation_cache_dir", os.path.join(ROOT, ".jax_cache"))
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
+    assert jax.device_count() == N_DEVICES, jax.devices()
+    return jax
+
+
+def _same(a, b):
+    import jax
+    import numpy as np
+
+    la, lb = jax.tree.leaves(a), jax.tree.leaves(b)
+    assert len(la) == len(lb)
+    for x, y in zip(la, lb, strict=True):
+        x, y = np.asarray(x), np.asarray(y)
+        assert x.shape == y.shape and x.dtype == y.dtype, (x.shape, y.shape, x.dtype, y.dtype)
+        np.testing.assert_array_equal(x, y)
+
+
+def _toy_lane_loop(x, cap):
+    """Per lane: Collatz steps of x (at most cap), with a while_loop over the whole batch,
+    the shape of the VM's and parser's loops (stops when every lane is done)."""
+    import jax.numpy as jnp
+    from jax import lax
+
+    def cond(s):
+        return jnp.any(s[1])
+
+    def body(s):
+        v, active, n = s
+        nxt = jnp.where(v % 2 == 0, v // 2, 3 * v + 1)
+        v = jnp.where(active, nxt, v)
+        n = n + active.astype(jnp.int32)
+        active = active & (v != 1) & (n < cap)
+        return v, active, n
+
+    v, _, n = lax.while_loop(cond, body, (x, x > 1, jnp.zeros_like(x)))
+    return {"v": v, "n": n, "rows": jnp.stack([v, n], axis=1)}
+
+
+def child_toy():
+    jax = _setup()
+    import jax.numpy as jnp
+    import numpy as np
+
+    from jaxcc import sharding
+
+    mesh = sharding.make_mesh()
+    assert mesh.size == N_DEVICES
+    run1 = jax.jit(_toy_lane_loop, static_argnums=1)
+    runn = sharding.sharded(_toy_lane_loop, mesh)
+    rng = np.random.default_rng(0)
+    for b in (1, 3, 4, 10, 37):  # fewer lanes than devices, exact, and ragged
+        x = rng.integers(1, 10_000, size=b).astype(np.int32)
+        want = run1(jnp.asarray(x), 500)
+        got = runn(x, 500)
+        _same(got, want)
+        assert got["rows"].shape == (b, 2)
+    # the padded, placed arrays are split over all devices
+    placed, pad = sharding.shard_batch({"x": np.arange(10, dtype=np.int32)}, mesh)
+    assert pad == 2 and placed["x"].shape == (12,)
+    assert len(placed["x"].sharding.device_set) == N_DEVICES
+    assert [s.data.shape for s in placed["x"].addressable_shards] == [(3,)] * N_DEVICES
+    np.testing.assert_array_equal(np.asarray(placed["x"])[10:], 0)
+    # one wrapped function per argument structure and static values (jit handles shapes)
+    assert len(runn.cache) == 1
+    print("OK toy")
+
+
+def _vm_programs():
+    """Bytecode for a batch: the reference compiler's output for generated programs with
+    mixed lengths and errors, so that lanes finish at different steps."""
+    from bench import corpus
+    from jaxcc.reference import compiler
+
+    progs = corpus.generate(seed=7, size="small", n=13) + [
+        "x = 0\nfor i in range(1000):\n    x += i\nprint(x)\n",
+        "def f(n):\n    return f(n + 1)\nprint(f(0))\n",
+        "print(1 // 0)\n",
+    ]
+    return [p if isinstance(p, str) else p["source"] for p in progs], compiler
+
+
+def child_vm():
+    jax = _setup()
+    import functools
+
+    from bench import corpus
+    from jaxcc import sharding, vm
+
+    limits = corpus.LIMITS["small"]
+    sources, compiler = _vm_programs()
+    comp = compiler.compile_many(sources, limits)
+    program = comp.program if hasattr(comp, "program") else comp[0]
+    program = jax.tree.map(lambda x: x, program)
+    one = jax.jit(functools.partial(vm.run, limits=limits))(program)
+    many = sharding.sharded(functools.partial(vm.run, limits=limits))(program)
+    _same(many, one)
+    assert len({int(s) for s in jax.device_get(one.status)}) >= 2  # OK and errors mixed
+    print("OK vm")
+
+
+def child_pipeline():
+    jax = _setup()
+    import functools
+
+    from bench import corpus
+    from jaxcc import lexer, middle, parser, sharding, vm
+
+    limits = corpus.LIMITS["small"]
+    sources, _ = _vm_programs()
+    src, length = lexer.encode(sources, limits)
+
+    def pipeline(src, length):
+        toks, e1 = lexer.lex(src, length, limits)
+        ast, e2 = parser.parse(toks, limits)
+        prog, e3 = middle.middle_end(ast, toks, limits)
+        return prog, e1, e2, e3, vm.run(prog, limits)
+
+    one = jax.jit(pipeline)(src, length)
+    many = sharding.sharded(functools.partial(pipeline))(src, length)
+    _same(many, one)
+    print("OK pipeline")
+
+
+if __name__ == "__main__" and len(sys.argv) == 3 and sys.argv[1] == "--child":
+    globals()["child_" + sys.argv[2]]()
