@@ -690,77 +690,76 @@ def check_types(tree: ast.Module, scopes: Scopes) -> Types:
                      f"function '{f.name}' returns {TYPE_NAMES[rt]} but can reach its end")  # fmt: skip
     # the walk is in source order: "first" below means first in the source
     for f, n in _source_order(tree, fns):
-        if True:
-            if isinstance(n, ast.expr):
-                expr_types[id(n)] = ty.etype(n, f)
-            if isinstance(n, ast.Assign | ast.AugAssign | ast.For):
-                tgt = n.targets[0] if isinstance(n, ast.Assign) else n.target
-                if isinstance(n, ast.Assign) and none_used(n.value, f):
-                    continue
-                if isinstance(n, ast.AugAssign) and none_used(n.value, f):
-                    continue
-                ann = tgt.id in f.params and f.param_ann[f.params.index(tgt.id)] is not None
-                flow(first_var[f.id], tgt.id, ty.site_type(f, n), tgt, Type.MIXED, ann,
-                     f"variable '{tgt.id}'")  # fmt: skip
-                if isinstance(n, ast.For):
-                    it = n.iter
-                    if not 1 <= len(it.args) <= 3:
-                        errs.add(Code.TYPE, it, Type.BUILTIN_ARITY,
-                                 f"range expected 1 to 3 arguments, got {len(it.args)}")  # fmt: skip
-                    for a in it.args:
-                        none_used(a, f)
-                    expr_types[id(it)] = T_NONE
-            elif isinstance(n, ast.Return):
-                t = T_NONE if n.value is None else ty.etype(n.value, f)
-                flow(first_ret, f.id, t, n, Type.RETURN_MISMATCH, f.ret_ann is not None,
-                     f"the return type of '{f.name}'")  # fmt: skip
-            elif isinstance(n, ast.If | ast.While | ast.Assert):
-                none_used(n.test, f)
-            elif isinstance(n, ast.BinOp):
-                none_used(n.left, f)
-                none_used(n.right, f)
-            elif isinstance(n, ast.UnaryOp):
-                none_used(n.operand, f)
-            elif isinstance(n, ast.Compare):
-                for p in [n.left, *n.comparators]:
-                    none_used(p, f)
-            elif isinstance(n, ast.BoolOp):
-                check_join(n, n.values, f)
-            elif isinstance(n, ast.IfExp):
-                none_used(n.test, f)
-                check_join(n, [n.body, n.orelse], f)
-            elif isinstance(n, ast.Call):
-                c = scopes.callee.get(id(n))
-                if c == "print":
+        if isinstance(n, ast.expr):
+            expr_types[id(n)] = ty.etype(n, f)
+        if isinstance(n, ast.Assign | ast.AugAssign | ast.For):
+            tgt = n.targets[0] if isinstance(n, ast.Assign) else n.target
+            if isinstance(n, ast.Assign) and none_used(n.value, f):
+                continue
+            if isinstance(n, ast.AugAssign) and none_used(n.value, f):
+                continue
+            ann = tgt.id in f.params and f.param_ann[f.params.index(tgt.id)] is not None
+            flow(first_var[f.id], tgt.id, ty.site_type(f, n), tgt, Type.MIXED, ann,
+                 f"variable '{tgt.id}'")  # fmt: skip
+            if isinstance(n, ast.For):
+                it = n.iter
+                if not 1 <= len(it.args) <= 3:
+                    errs.add(Code.TYPE, it, Type.BUILTIN_ARITY,
+                             f"range expected 1 to 3 arguments, got {len(it.args)}")  # fmt: skip
+                for a in it.args:
+                    none_used(a, f)
+                expr_types[id(it)] = T_NONE
+        elif isinstance(n, ast.Return):
+            t = T_NONE if n.value is None else ty.etype(n.value, f)
+            flow(first_ret, f.id, t, n, Type.RETURN_MISMATCH, f.ret_ann is not None,
+                 f"the return type of '{f.name}'")  # fmt: skip
+        elif isinstance(n, ast.If | ast.While | ast.Assert):
+            none_used(n.test, f)
+        elif isinstance(n, ast.BinOp):
+            none_used(n.left, f)
+            none_used(n.right, f)
+        elif isinstance(n, ast.UnaryOp):
+            none_used(n.operand, f)
+        elif isinstance(n, ast.Compare):
+            for p in [n.left, *n.comparators]:
+                none_used(p, f)
+        elif isinstance(n, ast.BoolOp):
+            check_join(n, n.values, f)
+        elif isinstance(n, ast.IfExp):
+            none_used(n.test, f)
+            check_join(n, [n.body, n.orelse], f)
+        elif isinstance(n, ast.Call):
+            c = scopes.callee.get(id(n))
+            if c == "print":
+                for a in n.args:
+                    none_used(a, f)
+            elif c == "abs":
+                if len(n.args) != 1:
+                    errs.add(Code.TYPE, n, Type.BUILTIN_ARITY,
+                             f"abs() takes exactly one argument ({len(n.args)} given)")  # fmt: skip
+                for a in n.args:
+                    none_used(a, f)
+            elif c in ("min", "max"):
+                if len(n.args) < 2:
+                    errs.add(Code.TYPE, n, Type.BUILTIN_ARITY,
+                             f"{c}() needs at least 2 arguments in jaxcc")  # fmt: skip
+                check_join(n, n.args, f)
+            elif isinstance(c, int):
+                g = fns[c]
+                if len(n.args) != len(g.params):
+                    errs.add(Code.TYPE, n, Type.ARITY,
+                             f"{g.name}() takes {len(g.params)} arguments but "
+                             f"{len(n.args)} were given")  # fmt: skip
                     for a in n.args:
                         none_used(a, f)
-                elif c == "abs":
-                    if len(n.args) != 1:
-                        errs.add(Code.TYPE, n, Type.BUILTIN_ARITY,
-                                 f"abs() takes exactly one argument ({len(n.args)} given)")  # fmt: skip
-                    for a in n.args:
-                        none_used(a, f)
-                elif c in ("min", "max"):
-                    if len(n.args) < 2:
-                        errs.add(Code.TYPE, n, Type.BUILTIN_ARITY,
-                                 f"{c}() needs at least 2 arguments in jaxcc")  # fmt: skip
-                    check_join(n, n.args, f)
-                elif isinstance(c, int):
-                    g = fns[c]
-                    if len(n.args) != len(g.params):
-                        errs.add(Code.TYPE, n, Type.ARITY,
-                                 f"{g.name}() takes {len(g.params)} arguments but "
-                                 f"{len(n.args)} were given")  # fmt: skip
-                        for a in n.args:
-                            none_used(a, f)
+                    continue
+                for i, (p, a) in enumerate(zip(g.params, n.args, strict=True)):
+                    if none_used(a, f):
                         continue
-                    for i, (p, a) in enumerate(zip(g.params, n.args, strict=True)):
-                        if none_used(a, f):
-                            continue
-                        flow(first_var[g.id], p, ty.etype(a, f), a, Type.MIXED,
-                             g.param_ann[i] is not None, f"parameter '{p}' of '{g.name}'")  # fmt: skip
-            # none-typed values are fine as whole expression statements and return values;
-            # everywhere else the checks above report them
+                    flow(first_var[g.id], p, ty.etype(a, f), a, Type.MIXED,
+                         g.param_ann[i] is not None, f"parameter '{p}' of '{g.name}'")  # fmt: skip
+        # none-typed values are fine as whole expression statements and return values;
+        # everywhere else the checks above report them
     errs.raise_first()
     # a safety net: a conflict with no site to blame (cannot happen, see docs/language.md)
     for f in fns:
