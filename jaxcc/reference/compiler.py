@@ -4,11 +4,11 @@ It is the oracle every later stage is tested against (the JAX middle end must gi
 same errors and, program by program, bytecode that behaves the same), so it is written
 for exactness, not speed. docs/language.md is its specification; the phases are
 
-1. front end: ``reference.flatten`` (host_lex's errors, then CPython's SyntaxError, then
-   the constructs outside the subset, then Limit.NODES), with the SyntaxError detail
-   refined from CPython's message; then CPython's ``compile()`` for the SyntaxErrors it
-   finds after parsing ('return' outside function, 'break' outside loop, duplicate
-   argument, too many nested blocks), at CPython's position;
+1. front end: the source size; CPython's ``compile()``: its SyntaxError/IndentationError
+   at CPython's position, detail from its message (so 'return' outside function, 'break'
+   outside loop and duplicate arguments too); then ``reference.flatten``'s errors
+   (host_lex's: unsupported tokens, int literals over 2**31, token limit; then the
+   constructs outside the subset; then Limit.NODES);
 2. ``check_literals``: an int literal of 2**31 is only valid under unary minus;
 3. ``resolve_names``: scopes, locals and slots, NameError and the scope-related
    Unsupported errors (GLOBAL_VARIABLE, FUNCTION_VALUE, BUILTIN, CALL_TARGET, FOR_TARGET);
@@ -222,25 +222,20 @@ def _byte_col(e: SyntaxError) -> int:
 
 
 def front_end(data: bytes, limits: Limits) -> ast.Module:
-    """Phase 1: flatten's errors (detail refined from CPython's message), then compile()'s."""
-    _, _, err = flatten(data, limits)
-    code = int(err.code)
-    if code != Code.OK:
-        line, col, detail = int(err.line), int(err.col), int(err.detail)
-        text = ""
-        if code in (Code.SYNTAX, Code.INDENTATION):
-            e = _cpython_error(data, "parse")
-            if e is not None and (e.lineno or 0, _byte_col(e)) == (line, col):
-                text = e.msg
-                if detail == Syntax.INVALID or code == Code.INDENTATION:
-                    detail = int(syntax_detail(e.msg))
-        raise CompileError(code, line, col, detail, text)
-    tree = ast.parse(data)
+    """Phase 1: the source size; CPython's SyntaxError (from compile(), so 'return'
+    outside function and the like too) at CPython's position; then flatten's errors
+    (unsupported tokens and constructs, Limit.NODES, ...)."""
+    if len(data) > limits.max_source_bytes:
+        raise CompileError(Code.LIMIT, 1, 0, Limit.SOURCE_BYTES,
+                           f"source longer than {limits.max_source_bytes} bytes")  # fmt: skip
     e = _cpython_error(data, "compile")
     if e is not None:
         code = Code.INDENTATION if isinstance(e, IndentationError) else Code.SYNTAX
         raise CompileError(code, e.lineno or 0, _byte_col(e), syntax_detail(e.msg), e.msg)
-    return tree
+    _, _, err = flatten(data, limits)
+    if int(err.code) != Code.OK:
+        raise CompileError(int(err.code), int(err.line), int(err.col), int(err.detail))
+    return ast.parse(data)
 
 
 # --- phase 2: literals ------------------------------------------------------------------
