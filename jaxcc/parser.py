@@ -1,0 +1,554 @@
+"""Parser: token arrays -> flat AST, a vmapped table-driven LALR(1) automaton.
+
+``parse(tokens, limits, lex_error)`` runs one shift-reduce automaton per program, all
+programs in lockstep: each step reads the ACTION table at (top state, lookahead) and
+either shifts, reduces (creating at most one AST node, in post-order), accepts or fails.
+Steps are branch-free (table lookups, ``jnp.where``), K of them per iteration of a
+``while_loop`` that runs while any program is unfinished. A parallel post-pass then
+derives parent / child_index / n_children by pointer jumping, and positions from tokens.
+The grammar, tables and semantic actions are in ``jaxcc.grammar``; docs/parser.md has
+the details (table format, AST layout, error reporting).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import sys
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from jaxcc import grammar as G
+from jaxcc.errors import Code, Error, Limit, Syntax
+from jaxcc.limits import DEFAULT, Limits
+from jaxcc.syntax import Ann, Ast, Ctx, Node
+from jaxcc.tokens import NAME_BOOL, NAME_INT, N_TOK, Tok, Tokens
+
+I32 = jnp.int32
+STEPS_PER_ITER = 16  # automaton steps per while_loop iteration (amortises the host sync)
+
+# stack entry fields
+_S_STATE, _S_NSTART, _S_FIRST, _S_LAST = range(4)
+# node row fields while parsing
+_N_KIND, _N_OP, _N_VALUE, _N_FIRST, _N_LAST, _N_SUB = range(6)
+
+
+class ParseInfo(NamedTuple):
+    """Diagnostics of a parse (leading axis B; none for one program).
+
+    ``state`` is the automaton state in which a syntax/indentation error was found (-1
+    otherwise): ``jaxcc.grammar.expected_tokens(state)`` lists the token kinds that would
+    have been accepted there. ``token`` is the index of the offending token (-1: none).
+    """
+
+    state: object  # Int32[Array, "B"]
+    token: object  # Int32[Array, "B"]
+    steps: object  # Int32[Array, "B"]  automaton steps taken
+
+
+class _Tabs(NamedTuple):
+    action: object  # Int32[Array, "S*N_TOK"]
+    goto: object  # Int32[Array, "S*NNT*N_TOK"]
+    rules: object  # Int32[Array, "R F"]
+    flags: object  # Int32[Array, "S"]
+
+
+class _Prog(NamedTuple):
+    """Per-program constants of the automaton."""
+
+    sig_kind: object  # Int32[Array, "T+1"]  kinds of the significant tokens, then PAD
+    sig_tok: object  # Int32[Array, "T+1"]  their token indices
+    n_sig: object  # Int32[]
+    kind: object  # Int32[Array, "T"]
+    value: object  # Int32[Array, "T"]
+    lex_failed: object  # Bool[]
+
+
+class _Carry(NamedTuple):
+    pos: object  # Int32[]  index into sig_*: the lookahead
+    sp: object  # Int32[]  stack entries in use
+    n: object  # Int32[]  nodes made
+    last: object  # Int32[]  last shifted token that is not NEWLINE/INDENT/DEDENT/';'
+    steps: object  # Int32[]
+    stack: object  # Int32[Array, "D 4"]  state, nstart, first token, last token
+    nodes: object  # Int32[Array, "N 6"]  kind, op, value, first, last, subtree start
+    done: object  # Bool[]
+    err_code: object  # Int32[]  automaton error (syntax, indentation, limit)
+    err_detail: object
+    err_tok: object
+    err_state: object
+    act_code: object  # Int32[]  first error found by a semantic action
+    act_detail: object
+    act_tok: object
+
+
+@functools.lru_cache(maxsize=1)
+def _tables() -> _Tabs:
+    t = G.load_tables()
+    return _Tabs(
+        jnp.asarray(t.action.reshape(-1), I32),
+        jnp.asarray(t.goto.reshape(-1), I32),
+        jnp.asarray(t.rules, I32),
+        jnp.asarray(t.state_flags, I32),
+    )
+
+
+def _n_nonterminals() -> int:
+    return int(G.load_tables().goto.shape[1])
+
+
+def _prepare(tok: Tokens, lex_failed) -> _Prog:
+    """Drop COMMENT and NL (and everything past n_tokens): a compaction by prefix sum."""
+    T = tok.kind.shape[-1]
+    idx = jnp.arange(T, dtype=I32)
+    sig = (tok.kind != Tok.COMMENT) & (tok.kind != Tok.NL) & (idx < tok.n_tokens)
+    dest = jnp.where(sig, jnp.cumsum(sig.astype(I32)) - 1, T + 1)
+    sig_tok = jnp.zeros(T + 1, I32).at[dest].set(idx, mode="drop")
+    n_sig = jnp.sum(sig.astype(I32))
+    pos = jnp.arange(T + 1, dtype=I32)
+    sig_kind = jnp.where(pos < n_sig, tok.kind[jnp.minimum(sig_tok, T - 1)], Tok.PAD)
+    return _Prog(sig_kind.astype(I32), sig_tok, n_sig, tok.kind, tok.value, lex_failed)
+
+
+def _init(D: int, N: int) -> _Carry:
+    z = jnp.int32(0)
+    return _Carry(
+        pos=z, sp=jnp.int32(1), n=z, last=jnp.int32(-1), steps=z,
+        stack=jnp.zeros((D, 4), I32), nodes=jnp.zeros((N, 6), I32), done=jnp.bool_(False),
+        err_code=z, err_detail=z, err_tok=jnp.int32(-1), err_state=jnp.int32(-1),
+        act_code=z, act_detail=z, act_tok=jnp.int32(-1),
+    )  # fmt: skip
+
+
+def _ann_code(kind, value):
+    """Ann code of a one-token annotation (0 = not int/bool/None)."""
+    name = kind == Tok.NAME
+    return jnp.where(
+        kind == Tok.KW_NONE, Ann.NONE,
+        jnp.where(name & (value == NAME_INT), Ann.INT,
+                  jnp.where(name & (value == NAME_BOOL), Ann.BOOL, 0)),
+    ).astype(I32)  # fmt: skip
+
+
+def _step(c: _Carry, p: _Prog, tabs: _Tabs, nnt: int) -> _Carry:
+    """One automaton step of one program. Equivalent sequential Python::
+
+        a, t = lookahead kind and token index
+        s = stack[-1].state
+        kind, arg = ACTION[s][a]
+        if kind == SHIFT:  stack.append(Entry(arg, nstart=n, first=t, last=t)); advance
+        elif kind == REDUCE:
+            r = RULES[arg]; base = len(stack) - r.len; rhs = stack[base:]
+            if r.check fails: note the first such error (parsing goes on)
+            if r.kind: nodes[n] = Node(r.kind, op, value, first, last, subtree start); n += 1
+            del stack[base:]
+            stack.append(Entry(GOTO[stack[-1].state][r.lhs][a], ...))
+        elif kind == ACCEPT: done
+        else: syntax error at t (its kind from the state's flags)
+
+    (GOTO already includes the unit reductions the lookahead implies.)
+    """
+    D, N = c.stack.shape[0], c.nodes.shape[0]
+    T = p.kind.shape[0]
+    active = ~c.done
+    pos = jnp.minimum(c.pos, T)
+    a = p.sig_kind[pos]
+    t = p.sig_tok[pos]
+    exhausted = c.pos >= p.n_sig
+    # a lexer error truncated the tokens: stop where they end, leaving the lexer's error
+    stop_lex = exhausted & p.lex_failed
+
+    s = c.stack[jnp.clip(c.sp - 1, 0, D - 1), _S_STATE]
+    act = tabs.action[s * N_TOK + a]
+    typ = act & 3
+    arg = act >> 2
+    shift = typ == G.ACT_SHIFT
+    reduce = typ == G.ACT_REDUCE
+    accept = typ == G.ACT_ACCEPT
+    fail = typ == G.ACT_ERROR
+
+    rule = tabs.rules[jnp.where(reduce, arg, 0)]
+    L = rule[G.F["len"]]
+    aux = rule[G.F["aux"]]
+    base = c.sp - L
+    rows = c.stack[jnp.clip(jnp.stack([base - 1, base, base + aux, base + aux + 1]), 0, D - 1)]
+    s_below = rows[0, _S_STATE]
+    first = jnp.where(L > 0, rows[1, _S_FIRST], t)
+    nstart = jnp.where(L > 0, rows[1, _S_NSTART], c.n)
+    goto = tabs.goto[(s_below * nnt + rule[G.F["lhs"]]) * N_TOK + a]
+
+    vt = jnp.clip(first + rule[G.F["voff"]], 0, T - 1)
+    value = jnp.where(rule[G.F["vmode"]] == G.VAL_TOKEN, p.value[vt], rule[G.F["val"]])
+    # the rhs symbol the action inspects (annotation, assignment target, error position)
+    at_raw = rows[2, _S_FIRST] + rule[G.F["aoff"]]
+    at = jnp.clip(at_raw, 0, T - 1)
+    ann = _ann_code(p.kind[at], p.value[at])
+    ann_ok = (at_raw == rows[2, _S_LAST]) & (ann != 0)
+    op = jnp.where(rule[G.F["opmode"]] == G.OP_ANN, ann, rule[G.F["op"]])
+    tnode = rows[2, _S_NSTART]
+    target_ok = (rows[3, _S_NSTART] - tnode == 1) & (
+        c.nodes[jnp.clip(tnode, 0, N - 1), _N_KIND] == Node.NAME
+    )
+    check = rule[G.F["check"]]
+    check_fail = (
+        (check == G.CHECK_ALWAYS)
+        | ((check == G.CHECK_ANN) & ~ann_ok)
+        | ((check == G.CHECK_TARGET) & ~target_ok)
+    )
+
+    kind = rule[G.F["kind"]]
+    make = reduce & (kind != 0)
+    nbase = jnp.where(rule[G.F["drop"]] == 1, tnode, c.n)
+    node_over = make & (nbase >= N)
+    stack_over = shift & (c.sp >= D)
+    go = active & ~stop_lex
+    ok = go & ~node_over & ~stack_over
+
+    # stack: push on shift; on reduce overwrite rhs[0]'s slot with the lhs entry
+    w = jnp.where(shift, c.sp, base)
+    row = jnp.where(
+        shift,
+        jnp.stack([arg, c.n, t, t]),
+        jnp.stack([goto, nstart, first, c.last]),
+    )
+    w = jnp.where(ok & (shift | reduce), w, D)  # D: dropped
+    stack = c.stack.at[w].set(row, mode="drop")
+    nrow = jnp.stack([kind, op, value, first, c.last, nstart])
+    nodes = c.nodes.at[jnp.where(ok & make, nbase, N)].set(nrow, mode="drop")
+
+    layout = (a == Tok.NEWLINE) | (a == Tok.INDENT) | (a == Tok.DEDENT) | (a == Tok.SEMI)
+    new_n = jnp.where(reduce, nbase + make.astype(I32), c.n)
+
+    # errors
+    flags = tabs.flags[s]
+    syntax_detail = jnp.where(
+        ((flags & G.FLAG_COLON_ONLY) != 0) | (((flags & G.FLAG_COLON) != 0) & (a == Tok.NEWLINE)),
+        Syntax.EXPECTED_COLON,
+        jnp.where((a == Tok.ENDMARKER) | (a == Tok.PAD), Syntax.UNEXPECTED_EOF, Syntax.INVALID),
+    )
+    indent_err = (a == Tok.INDENT) | ((flags & G.FLAG_INDENT) != 0)
+    code = jnp.where(
+        node_over | stack_over,
+        Code.LIMIT,
+        jnp.where(fail, jnp.where(indent_err, Code.INDENTATION, Code.SYNTAX), 0),
+    )
+    detail = jnp.where(
+        node_over,
+        Limit.NODES,
+        jnp.where(
+            stack_over,
+            Limit.PARSE_DEPTH,
+            jnp.where(
+                indent_err,
+                jnp.where(a == Tok.INDENT, Syntax.UNEXPECTED_INDENT, Syntax.EXPECTED_INDENT),
+                syntax_detail,
+            ),
+        ),
+    )
+    hard = go & (code != 0)
+    note = ok & reduce & check_fail & (c.act_code == 0)
+
+    def upd(new, old, mask):
+        return jnp.where(mask, new, old).astype(I32)
+
+    return _Carry(
+        pos=upd(c.pos + 1, c.pos, ok & shift),
+        sp=upd(jnp.where(shift, c.sp + 1, base + 1), c.sp, ok & (shift | reduce)),
+        n=upd(new_n, c.n, ok),
+        last=upd(t, c.last, ok & shift & ~layout),
+        steps=upd(c.steps + 1, c.steps, go),
+        stack=stack,
+        nodes=nodes,
+        done=c.done | (active & (stop_lex | accept | (code != 0))),
+        err_code=upd(code, c.err_code, hard),
+        err_detail=upd(detail, c.err_detail, hard),
+        err_tok=upd(jnp.where(exhausted, -1, t), c.err_tok, hard),
+        err_state=upd(s, c.err_state, hard & fail),
+        act_code=upd(rule[G.F["ecode"]], c.act_code, note),
+        act_detail=upd(rule[G.F["edetail"]], c.act_detail, note),
+        act_tok=upd(at, c.act_tok, note),
+    )
+
+
+def _err_pos(tok: Tokens, i):
+    """(line, col) of token i as CPython reports an error there. An error at the
+    trailing DEDENTs / ENDMARKER (or past the tokens) is reported at the end of the last
+    line, where the last NEWLINE or NL token is (as CPython does)."""
+    T = tok.kind.shape[-1]
+    idx = jnp.arange(T, dtype=I32)
+    real = (idx < tok.n_tokens) & (tok.kind != Tok.DEDENT) & (tok.kind != Tok.ENDMARKER)
+    eof_tok = jnp.max(jnp.where(real, idx, -1))
+    at_eof = (i < 0) | (i > eof_tok)
+    j = jnp.clip(jnp.where(at_eof, eof_tok, i), 0, T - 1)
+    empty = at_eof & (eof_tok < 0)
+    return jnp.where(empty, 1, tok.line[j]), jnp.where(empty, 0, tok.col[j])
+
+
+def _tree(nodes, n, N: int):
+    """parent, child_index, n_children from post-order + subtree starts, in parallel.
+
+    Node x's children are the maximal subtrees inside [sub[x], x). For a non-root x, the
+    root of the subtree starting at x+1 (the largest z with sub[z] == x+1) is x's next
+    sibling, and if there is none, x is a last child and x+1 is its parent. Pointer
+    jumping along next-sibling links finds every node's last sibling and its distance to
+    it in ceil(log2 N) rounds. Equivalent sequential Python::
+
+        for x in range(n):
+            kids = []; y = x - 1
+            while y >= sub[x]: kids.insert(0, y); y = sub[y] - 1
+            for i, k in enumerate(kids): parent[k], child_index[k] = x, i
+        n_children[x] = number of nodes whose parent is x
+    """
+    idx = jnp.arange(N, dtype=I32)
+    valid = idx < n
+    sub = nodes[:, _N_SUB]
+    root_at = jnp.full(N + 1, -1, I32).at[jnp.where(valid, sub, N + 1)].max(idx, mode="drop")
+    nxt = jnp.where(valid & (idx + 1 < n), root_at[jnp.minimum(idx + 1, N)], -1)
+    last = jnp.where(nxt >= 0, nxt, idx)
+    dist = (nxt >= 0).astype(I32)
+    for _ in range(max(1, math.ceil(math.log2(N)))):
+        dist = dist + dist[last]
+        last = last[last]
+    parent = jnp.where(valid & (last + 1 < n), last + 1, -1)
+    n_children = jnp.zeros(N, I32).at[jnp.where(parent >= 0, parent, N)].add(1, mode="drop")
+    child_index = jnp.where(parent >= 0, n_children[jnp.clip(parent, 0, N - 1)] - 1 - dist, 0)
+    return parent, child_index, n_children
+
+
+def _error_class(code):
+    return jnp.where((code == Code.SYNTAX) | (code == Code.INDENTATION), 0, 1)
+
+
+def _finish(c: _Carry, tok: Tokens, lex: Error, N: int) -> tuple[Ast, Error, ParseInfo]:
+    T = tok.kind.shape[-1]
+    # an automaton that ran out of steps (never expected: LR parsing is linear)
+    stuck = ~c.done
+    err_code = jnp.where(stuck, Code.LIMIT, c.err_code)
+    err_detail = jnp.where(stuck, Limit.PARSE_DEPTH, c.err_detail)
+    eline, ecol = _err_pos(tok, jnp.where(stuck, -1, c.err_tok))
+    at = jnp.clip(c.act_tok, 0, T - 1)
+    aline, acol = tok.line[at], tok.col[at]
+
+    # the error that comes first: SyntaxError/IndentationError before any other code, then
+    # source order (the parser's errors always lie before a lexer error's position)
+    cands = [
+        (err_code, eline, ecol, err_detail),
+        (c.act_code, aline, acol, c.act_detail),
+        (lex.code, lex.line, lex.col, lex.detail),
+    ]
+    best = Error(jnp.int32(0), jnp.int32(0), jnp.int32(0), jnp.int32(0))
+    best_key = jnp.int32(2**31 - 1)
+    big = jnp.int32(1 << 17)  # lines stay below 2**17 (max_source_bytes <= 65536)
+    for code, line, col, detail in cands:
+        key = (_error_class(code) * big + line) * 4096 + jnp.minimum(col, 4095)
+        better = (code != 0) & ((best.code == 0) | (key < best_key))
+        best = Error(
+            *[
+                jnp.where(better, new, old).astype(I32)
+                for new, old in zip((code, line, col, detail), best, strict=True)
+            ]
+        )
+        best_key = jnp.where(better, key, best_key)
+
+    ok = best.code == Code.OK
+    n = jnp.where(ok, c.n, 0)
+    nodes = c.nodes
+    idx = jnp.arange(N, dtype=I32)
+    valid = idx < n
+    parent, child_index, n_children = _tree(nodes, n, N)
+    kind = nodes[:, _N_KIND]
+    pk = kind[jnp.clip(parent, 0, N - 1)]
+    store = (
+        (kind == Node.NAME) & (parent >= 0) & (child_index == 0)
+        & ((pk == Node.ASSIGN) | (pk == Node.AUG_ASSIGN) | (pk == Node.FOR))
+    )  # fmt: skip
+    op = jnp.where(store, Ctx.Store, nodes[:, _N_OP])
+    first = jnp.clip(nodes[:, _N_FIRST], 0, T - 1)
+    last = jnp.clip(nodes[:, _N_LAST], 0, T - 1)
+    line, col = tok.line[first], tok.col[first]
+    end_line, end_col = tok.end_line[last], tok.end_col[last]
+    # the Module spans the whole token array: line 1 col 0 to the ENDMARKER
+    is_mod = kind == Node.MODULE
+    lt = jnp.clip(tok.n_tokens - 1, 0, T - 1)
+    first = jnp.where(is_mod, 0, first)
+    last = jnp.where(is_mod, jnp.maximum(tok.n_tokens - 1, 0), last)
+    line = jnp.where(is_mod, 1, line)
+    col = jnp.where(is_mod, 0, col)
+    end_line = jnp.where(is_mod, jnp.where(tok.n_tokens > 0, tok.line[lt], 1), end_line)
+    end_col = jnp.where(is_mod, jnp.where(tok.n_tokens > 0, tok.col[lt], 0), end_col)
+
+    def pad(x, fill=0):
+        return jnp.where(valid, x, fill).astype(I32)
+
+    out = Ast(
+        kind=pad(kind), op=pad(op), value=pad(nodes[:, _N_VALUE]), parent=pad(parent, -1),
+        child_index=pad(child_index), n_children=pad(n_children), first_token=pad(first),
+        last_token=pad(last), line=pad(line), col=pad(col), end_line=pad(end_line),
+        end_col=pad(end_col), n_nodes=n.astype(I32),
+    )  # fmt: skip
+    hard = (err_code == Code.SYNTAX) | (err_code == Code.INDENTATION)
+    info = ParseInfo(
+        state=jnp.where(hard, c.err_state, -1).astype(I32),
+        token=jnp.where(err_code != 0, c.err_tok, jnp.where(c.act_code != 0, c.act_tok, -1)).astype(
+            I32
+        ),
+        steps=c.steps,
+    )
+    return out, best, info
+
+
+@functools.partial(jax.jit, static_argnames=("limits", "steps_per_iter"))
+def _parse_batch(tokens: Tokens, lex: Error, tabs: _Tabs, limits: Limits, steps_per_iter: int):
+    B, T = tokens.kind.shape
+    D, N = limits.max_parse_depth, limits.max_nodes
+    nnt = _n_nonterminals()
+    progs = jax.vmap(_prepare)(tokens, lex.code != Code.OK)
+    carry = jax.vmap(lambda _: _init(D, N))(jnp.arange(B))
+    step = jax.vmap(lambda c, p: _step(c, p, tabs, nnt))
+    # LR parsing takes at most a few steps per token; the bound only guards termination
+    max_iters = (8 * T + 64) // steps_per_iter + 1
+
+    def cond(state):
+        it, c = state
+        return (it < max_iters) & jnp.any(~c.done)
+
+    def body(state):
+        it, c = state
+        c = lax.fori_loop(0, steps_per_iter, lambda _, cc: step(cc, progs), c)
+        return it + 1, c
+
+    _, carry = lax.while_loop(cond, body, (jnp.int32(0), carry))
+    return jax.vmap(lambda c, t, e: _finish(c, t, e, N))(carry, tokens, lex)
+
+
+def parse_with_info(
+    tokens: Tokens,
+    limits: Limits = DEFAULT,
+    lex_error: Error | None = None,
+    steps_per_iter: int = STEPS_PER_ITER,
+) -> tuple[Ast, Error, ParseInfo]:
+    """``parse`` plus diagnostics (the failing automaton state, for expected tokens)."""
+    tokens = Tokens(*[jnp.asarray(x, I32) for x in tokens])
+    single = tokens.kind.ndim == 1
+    if single:
+        tokens = jax.tree.map(lambda x: x[None], tokens)
+    B = tokens.kind.shape[0]
+    if lex_error is None:
+        lex_error = Error(*[jnp.zeros(B, I32)] * 4)
+    else:
+        lex_error = Error(*[jnp.broadcast_to(jnp.asarray(x, I32), (B,)) for x in lex_error])
+    out = _parse_batch(tokens, lex_error, _tables(), limits, steps_per_iter)
+    if single:
+        out = jax.tree.map(lambda x: x[0], out)
+    return out
+
+
+def parse(
+    tokens: Tokens, limits: Limits = DEFAULT, lex_error: Error | None = None
+) -> tuple[Ast, Error]:
+    """Parse a batch of token arrays (leading axis B, or one program) into flat ASTs.
+
+    ``lex_error``: the lexer's Error for the same programs, if any. Where it is set, the
+    tokens stop before the lexer's error; the parser parses them and reports whichever
+    error comes first (a SyntaxError/IndentationError before any other kind, then source
+    order). Without it, tokens that end without ENDMARKER are a SyntaxError (unexpected
+    EOF). On any error the Ast is empty (n_nodes 0).
+    """
+    ast_, err, _ = parse_with_info(tokens, limits, lex_error)
+    return ast_, err
+
+
+# ------------------------------------------------------------------------------ CLI
+
+
+def _lex(source: bytes, limits: Limits):
+    """Tokens of one program: the JAX lexer if present, else the host oracle."""
+    try:
+        from jaxcc.lexer import lex  # noqa: PLC0415
+    except ImportError:
+        lex = None
+    if lex is not None:
+        T = limits.max_source_bytes
+        buf = np.zeros(T, np.uint8)
+        buf[: len(source)] = np.frombuffer(source, np.uint8)[:T]
+        try:
+            return lex(jnp.asarray(buf), jnp.int32(len(source)), limits)
+        except TypeError:
+            pass
+    from jaxcc.reference.host_lex import host_lex  # noqa: PLC0415
+
+    return host_lex(source, limits)
+
+
+def main(argv: list[str] | None = None) -> int:
+    import ast  # noqa: PLC0415
+
+    from jaxcc import limits as _limits  # noqa: PLC0415
+    from jaxcc.errors import EXCEPTION_NAME, message  # noqa: PLC0415
+    from jaxcc.pyast import to_python_ast  # noqa: PLC0415
+
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 1:
+        print("usage: python -m jaxcc.parser FILE", file=sys.stderr)
+        return 2
+    path = argv[0]
+    with open(path, "rb") as f:
+        source = f.read()
+    limits = _limits.CLI
+    tokens, lex_err = _lex(source, limits)
+    tree, err = parse(tokens, limits, lex_err)
+    code = int(err.code)
+    if code != Code.OK:
+        text = message(code, int(err.detail))
+        if code in (Code.SYNTAX, Code.INDENTATION):
+            text = _cpython_wording(code, int(err.detail), text, tokens, int(err.line))
+        lines = source.decode("ascii", "replace").splitlines()
+        line = int(err.line)
+        print(f'  File "{path}", line {line}', file=sys.stderr)
+        if 1 <= line <= len(lines):
+            src_line = lines[line - 1]
+            stripped = src_line.lstrip()
+            print("    " + stripped, file=sys.stderr)
+            caret = max(int(err.col) - (len(src_line) - len(stripped)), 0)
+            print("    " + " " * caret + "^", file=sys.stderr)
+        print(f"{EXCEPTION_NAME[Code(code)]}: {text}", file=sys.stderr)
+        return 1
+    tree = jax.tree.map(np.asarray, tree)
+    tokens = jax.tree.map(np.asarray, tokens)
+    print(ast.dump(to_python_ast(tree, tokens, source), indent=1))
+    return 0
+
+
+_HEADER = {Tok.KW_IF: "'if' statement", Tok.KW_ELIF: "'elif' statement",
+           Tok.KW_ELSE: "'else' statement", Tok.KW_WHILE: "'while' statement",
+           Tok.KW_FOR: "'for' statement", Tok.KW_DEF: "function definition"}  # fmt: skip
+
+
+def _cpython_wording(code: int, detail: int, text: str, tokens, line: int) -> str:
+    """CPython's longer messages where the tokens tell: 'expected an indented block after
+    'if' statement on line 3'."""
+    if code == Code.INDENTATION and detail == Syntax.EXPECTED_INDENT:
+        kind, tline = np.asarray(tokens.kind), np.asarray(tokens.line)
+        n = int(tokens.n_tokens)
+        # the header is the last logical line before the error ending in ':' NEWLINE
+        for i in range(n - 1, -1, -1):
+            if kind[i] == Tok.COLON and tline[i] <= line:
+                j = i
+                while j > 0 and not (
+                    kind[j - 1] in (Tok.NEWLINE, Tok.INDENT, Tok.DEDENT, Tok.SEMI)
+                    or (kind[j] in _HEADER and kind[j - 1] == Tok.COLON)
+                ):
+                    j -= 1
+                k = Tok(int(kind[j]))
+                if k in _HEADER:
+                    return f"{text} after {_HEADER[k]} on line {int(tline[j])}"
+                break
+    return text
+
+
+if __name__ == "__main__":
+    sys.exit(main())
