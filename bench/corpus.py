@@ -44,17 +44,17 @@ CORPUS_VERSION = 1
 LIMITS = {
     "small": Limits(
         max_source_bytes=512, max_tokens=128, max_indent=8, max_parse_depth=64,
-        max_nodes=128, max_code=256, max_funcs=8, max_locals=32, max_stack=256,
+        max_nodes=128, max_code=128, max_funcs=8, max_locals=32, max_stack=256,
         max_depth=32, max_output=32, max_steps=100_000,
     ),
     "medium": Limits(
         max_source_bytes=1024, max_tokens=256, max_indent=8, max_parse_depth=128,
-        max_nodes=256, max_code=512, max_funcs=8, max_locals=32, max_stack=256,
+        max_nodes=256, max_code=256, max_funcs=8, max_locals=32, max_stack=256,
         max_depth=32, max_output=64, max_steps=200_000,
     ),
     "large": Limits(
         max_source_bytes=2048, max_tokens=1024, max_indent=16, max_parse_depth=256,
-        max_nodes=1024, max_code=2048, max_funcs=32, max_locals=64, max_stack=512,
+        max_nodes=1024, max_code=1024, max_funcs=32, max_locals=64, max_stack=512,
         max_depth=64, max_output=64, max_steps=1_000_000,
     ),
     "examples": Limits(),
@@ -62,8 +62,15 @@ LIMITS = {
 
 
 def n_tokens(source: str) -> int:
-    """Tokens as tokenize counts them (what the lexer produces)."""
-    return sum(1 for _ in tokenize.generate_tokens(io.StringIO(source).readline))
+    """Tokens as tokenize counts them (what the lexer produces); up to the error for a
+    source tokenize rejects (examples/ has some)."""
+    n = 0
+    try:
+        for _ in tokenize.generate_tokens(io.StringIO(source).readline):
+            n += 1
+    except (tokenize.TokenError, SyntaxError):
+        pass
+    return n
 
 
 # ------------------------------------------------------------------ the generator

@@ -1,0 +1,921 @@
+"""jaxcc benchmarks: ``python bench/run.py [--quick] [--out DIR] [--only NAME,...]``.
+
+Runs every registered benchmark on whatever JAX device is present and writes into DIR:
+``results.json`` (every measurement with the run's metadata), ``results.md`` (the
+tables), ``corpus.json`` (the programs and tests measured) and ``plot_*.png``
+(throughput against batch size; needs matplotlib). The summary table is printed last.
+An entry whose stage does not import yet is skipped with the reason; an entry that
+fails is reported and the others still run. Rows of entries not re-run are kept from
+an earlier results.json in DIR (same device), so several ``--only`` runs add up.
+
+Timing: each batch size is compiled ahead of time (``jit(...).lower(...).compile()``,
+timed as compile_s), run once to warm up, then run ``repeats`` times with
+``block_until_ready``; the median is reported. Inputs are placed on the device before
+timing (the stages are measured on the device; the cpu_centric baseline times its
+transfers separately). A sweep over batch sizes stops early when a call takes longer
+than --max-call-s, when the device memory the compiled program needs would not fit, or
+on an out-of-memory error.
+
+``--list`` prints the entries. docs/benchmarks.md explains each and the paper's claims.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import importlib
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Callable
+from typing import NamedTuple
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:  # `python bench/run.py` without PYTHONPATH
+    sys.path.insert(0, ROOT)
+
+import numpy as np  # noqa: E402
+
+from bench import baselines, report  # noqa: E402
+from bench import corpus as corpus_mod  # noqa: E402
+
+FULL_BATCHES = [1, 16, 256, 4096, 16384, 65536, 262144]
+QUICK_BATCHES = [1, 8, 32]
+
+
+class Entry(NamedTuple):
+    name: str
+    needs: tuple[str, ...]  # modules that must import (with the attributes after ':')
+    fn: Callable
+    doc: str
+
+
+REGISTRY: dict[str, Entry] = {}
+
+
+def register(name: str, needs: tuple[str, ...] = ()):
+    def deco(fn):
+        REGISTRY[name] = Entry(name, needs, fn, (fn.__doc__ or "").strip().splitlines()[0])
+        return fn
+
+    return deco
+
+
+def missing(needs: tuple[str, ...]) -> str | None:
+    """Why an entry cannot run (a module or attribute that does not import), or None."""
+    for need in needs:
+        mod, _, attr = need.partition(":")
+        try:
+            m = importlib.import_module(mod)
+        except Exception as e:  # noqa: BLE001 - a half-written stage must not stop the run
+            return f"{mod} not importable ({type(e).__name__}: {e})"
+        for a in filter(None, attr.split(",")):
+            if not hasattr(m, a):
+                return f"{mod}.{a} does not exist yet"
+    return None
+
+
+# ------------------------------------------------------------------ context and timing
+
+
+class Ctx:
+    def __init__(self, args, corpus: dict, meta: dict):
+        self.args = args
+        self.corpus = corpus
+        self.meta = meta
+        self.rows: list[dict] = []
+        self.entry = ""
+        self.entry_t0 = 0.0
+        self._cache: dict = {}
+
+    @property
+    def quick(self) -> bool:
+        return self.args.quick
+
+    def sizes(self) -> list[str]:
+        return self.args.sizes
+
+    def batches(self) -> list[int]:
+        return self.args.batches
+
+    def limits(self, size: str):
+        return corpus_mod.LIMITS[size]
+
+    def progs(self, size: str, b: int) -> list[dict]:
+        return corpus_mod.tile(self.corpus[size], b)
+
+    def over_budget(self) -> bool:
+        return time.perf_counter() - self.entry_t0 > self.args.entry_budget_s
+
+    def add(self, **row) -> dict:
+        row = {"entry": self.entry, **row}
+        self.rows.append(row)
+        print("   ", _row_text(row), flush=True)
+        return row
+
+    def memo(self, key, make):
+        if key not in self._cache:
+            self._cache[key] = make()
+        return self._cache[key]
+
+
+def _row_text(r: dict) -> str:
+    parts = [f"{k}={report.fmt_num(v)}" for k, v in r.items() if k not in ("entry", "times")]
+    return " ".join(parts)
+
+
+def _device_memory_limit() -> float | None:
+    import jax
+
+    stats = jax.devices()[0].memory_stats() or {}
+    if "bytes_limit" in stats:
+        return float(stats["bytes_limit"])
+    try:
+        return float(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def _is_oom(e: BaseException) -> bool:
+    s = f"{type(e).__name__}: {e}"
+    return "RESOURCE_EXHAUSTED" in s or "Out of memory" in s or "out of memory" in s
+
+
+def _mem_bytes(compiled) -> int | None:
+    """Device bytes the compiled program needs: arguments + outputs + temporaries."""
+    try:
+        ma = compiled.memory_analysis()
+    except Exception:  # noqa: BLE001 - not every backend reports it
+        return None
+    if ma is None:
+        return None
+    return int(
+        ma.argument_size_in_bytes
+        + ma.output_size_in_bytes
+        + ma.temp_size_in_bytes
+        - ma.alias_size_in_bytes
+    )
+
+
+def measure(jitted, args: tuple, ctx: Ctx) -> dict:
+    """Compile ``jitted`` for ``args`` (ahead of time), warm up, time repeats (median)."""
+    import chex
+    import jax
+
+    chex.clear_trace_counter()  # stages guard retracing; every batch size is a new shape
+    t0 = time.perf_counter()
+    compiled = jitted.lower(*args).compile()
+    compile_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    out = jax.block_until_ready(compiled(*args))
+    first_s = time.perf_counter() - t0
+    n = ctx.args.repeats
+    if first_s > 0:  # fewer repeats for slow calls, at most --repeats
+        n = max(1, min(n, int(ctx.args.target_s / first_s)))
+    times = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        out = jax.block_until_ready(compiled(*args))
+        times.append(time.perf_counter() - t0)
+    return {
+        "seconds": statistics.median(times),
+        "min_s": min(times),
+        "repeats": n,
+        "compile_s": compile_s,
+        "first_s": first_s,
+        "mem_bytes": _mem_bytes(compiled),
+        "out": out,
+    }
+
+
+def sweep(ctx: Ctx, bench: str, size: str, make: Callable, jitted, work: Callable, unit: str,
+          batches=None, **extra) -> None:  # fmt: skip
+    """Time ``jitted(*make(b))`` for each batch size b. ``work(b, args, out)`` gives
+    (amount of work, dict of extra fields); throughput = work / seconds."""
+    import jax
+
+    limit = _device_memory_limit()
+    per_prog = None
+    for b in batches or ctx.batches():
+        if ctx.over_budget():
+            ctx.add(bench=bench, size=size, batch=b, note="stopped: entry time budget spent")
+            break
+        if per_prog is not None and limit is not None and per_prog * b > 0.8 * limit:
+            ctx.add(bench=bench, size=size, batch=b,
+                    note=f"skipped: needs ~{per_prog * b / 2**30:.1f} GiB")  # fmt: skip
+            break
+        try:
+            args = jax.device_put(make(b))
+            m = measure(jitted, args, ctx)
+        except Exception as e:  # noqa: BLE001
+            if _is_oom(e):
+                ctx.add(bench=bench, size=size, batch=b, note="out of memory")
+                break
+            raise
+        amount, fields = work(b, args, m["out"])
+        if m["mem_bytes"] is not None:
+            per_prog = m["mem_bytes"] / b
+        ctx.add(
+            bench=bench, size=size, batch=b, devices=1, seconds=m["seconds"],
+            throughput=amount / m["seconds"], unit=unit,
+            bytes_per_program=per_prog, mem_bytes=m["mem_bytes"], compile_s=m["compile_s"],
+            min_s=m["min_s"], repeats=m["repeats"], **fields, **extra,
+        )  # fmt: skip
+        del m, args
+        if ctx.rows[-1]["seconds"] > ctx.args.max_call_s:
+            break
+
+
+# ------------------------------------------------------------------ stage functions
+
+
+def _first_error(*errs):
+    """The first error (in stage order) of each program: per program, the fields of the
+    first Error whose code is not OK."""
+    import jax
+    import jax.numpy as jnp
+
+    out = errs[-1]
+    for e in reversed(errs[:-1]):
+        bad = e.code != 0
+        out = jax.tree.map(lambda a, b, bad=bad: jnp.where(bad, a, b), e, out)
+    return out
+
+
+def encode(sources: list[str], limits):
+    """(source UInt8[B, N], length Int32[B]) on the host: jaxcc.lexer.encode if it
+    exists, else the layout of docs/layouts.md section 1."""
+    try:
+        from jaxcc import lexer
+
+        if hasattr(lexer, "encode"):
+            src, length = lexer.encode(sources, limits)
+            return np.asarray(src), np.asarray(length)
+    except ImportError:
+        pass
+    n = limits.max_source_bytes
+    src = np.zeros((len(sources), n), np.uint8)
+    length = np.zeros(len(sources), np.int32)
+    for i, s in enumerate(sources):
+        data = s.encode()
+        length[i] = len(data)
+        src[i, : min(n, len(data))] = np.frombuffer(data[:n], np.uint8)
+    return src, length
+
+
+def compile_fn(limits):
+    """source -> (Program, Error): lexer, parser, middle end, composed (un-jitted)."""
+    from jaxcc import lexer, middle, parser
+
+    def f(src, length):
+        toks, e1 = lexer.lex(src, length, limits)
+        ast, e2 = parser.parse(toks, limits)
+        prog, e3 = middle.middle_end(ast, toks, limits)
+        return prog, _first_error(e1, e2, e3)
+
+    return f
+
+
+def loop_fn(limits):
+    """source + tests -> (passed Bool[B], per_case, error code): the whole loop."""
+    from jaxcc import vm
+
+    comp = compile_fn(limits)
+
+    def f(src, length, entry, args, expected):
+        prog, err = comp(src, length)
+        passed, per_case = vm.run_tests(prog, entry, args, expected, limits)
+        return passed & (err.code == 0), per_case, err.code
+
+    return f
+
+
+def _reference_programs(ctx: Ctx, size: str, b: int):
+    """Bytecode from the reference compiler for the first min(b, corpus) programs,
+    tiled to b (compiled once per size)."""
+    import jax
+
+    def make():
+        from jaxcc.reference import compiler
+
+        progs = ctx.corpus[size]
+        comp = compiler.compile_many([p["source"] for p in progs], ctx.limits(size))
+        return jax.tree.map(np.asarray, comp[0]), np.asarray(comp[1].code)
+
+    program, codes = ctx.memo(("refprog", size), make)
+    idx = np.arange(b) % program.op.shape[0]
+    return jax.tree.map(lambda x: x[idx], program), codes[idx]
+
+
+def _loop_inputs(ctx: Ctx, size: str, b: int):
+    progs = ctx.progs(size, b)
+    src, length = encode([p["source"] for p in progs], ctx.limits(size))
+    t = baselines.test_arrays(progs)
+    return (src, length, t["entry"], t["args"], t["expected"]), t["want"]
+
+
+# ------------------------------------------------------------------ entries: stages
+
+
+@register("lexer", needs=("jaxcc.lexer:lex",))
+def bench_lexer(ctx: Ctx):
+    """Lexer throughput: source bytes per second (real bytes, not padding)."""
+    import jax
+
+    from jaxcc import lexer
+
+    for size in ctx.sizes():
+        lim = ctx.limits(size)
+        jitted = jax.jit(lambda s, n, lim=lim: lexer.lex(s, n, lim))
+
+        def make(b, size=size, lim=lim):
+            return encode([p["source"] for p in ctx.progs(size, b)], lim)
+
+        def work(b, args, out):
+            toks, err = out
+            return int(np.asarray(args[1]).sum()), {
+                "errors": int((np.asarray(err.code) != 0).sum())
+            }
+
+        sweep(ctx, "lexer", size, make, jitted, work, "bytes/s")
+
+
+@register("parser", needs=("jaxcc.parser:parse", "jaxcc.reference.host_lex"))
+def bench_parser(ctx: Ctx):
+    """Parser throughput: tokens per second (input: tokens from the host lexer)."""
+    import jax
+
+    from jaxcc import parser
+    from jaxcc.reference import host_lex
+
+    for size in ctx.sizes():
+        lim = ctx.limits(size)
+        toks = ctx.memo(("toks", size), lambda size=size, lim=lim: jax.tree.map(
+            np.asarray, host_lex.host_lex_many([p["source"] for p in ctx.corpus[size]], lim)[0]))  # fmt: skip
+        jitted = jax.jit(lambda t, lim=lim: parser.parse(t, lim))
+
+        def make(b, toks=toks):
+            idx = np.arange(b) % toks.kind.shape[0]
+            return (jax.tree.map(lambda x: x[idx], toks),)
+
+        def work(b, args, out):
+            ast, err = out
+            return int(np.asarray(args[0].n_tokens).sum()), {
+                "errors": int((np.asarray(err.code) != 0).sum())
+            }
+
+        sweep(ctx, "parser", size, make, jitted, work, "tokens/s")
+
+
+@register("middle", needs=("jaxcc.middle:middle_end", "jaxcc.reference.flatten:flatten_many"))
+def bench_middle(ctx: Ctx):
+    """Middle end (names, types, code generation): programs per second (input: the
+    reference AST and tokens)."""
+    import jax
+
+    from jaxcc import middle
+    from jaxcc.reference import flatten
+
+    for size in ctx.sizes():
+        lim = ctx.limits(size)
+
+        def load(size=size, lim=lim):
+            ast, toks, _ = flatten.flatten_many([p["source"] for p in ctx.corpus[size]], lim)
+            return jax.tree.map(np.asarray, (ast, toks))
+
+        ast, toks = ctx.memo(("ast", size), load)
+        jitted = jax.jit(lambda a, t, lim=lim: middle.middle_end(a, t, lim))
+
+        def make(b, ast=ast, toks=toks):
+            idx = np.arange(b) % toks.kind.shape[0]
+            return jax.tree.map(lambda x: x[idx], (ast, toks))
+
+        def work(b, args, out):
+            prog, err = out
+            return b, {"errors": int((np.asarray(err.code) != 0).sum())}
+
+        sweep(ctx, "middle", size, make, jitted, work, "programs/s")
+
+
+@register("vm", needs=("jaxcc.vm:run", "jaxcc.reference.compiler:compile_many"))
+def bench_vm(ctx: Ctx):
+    """VM: lane-steps per second running each program's module body (bytecode from the
+    reference compiler); programs/s in the row too."""
+    import jax
+
+    from jaxcc import vm
+
+    for size in ctx.sizes():
+        lim = ctx.limits(size)
+        jitted = jax.jit(lambda p, lim=lim: vm.run(p, lim))
+
+        def make(b, size=size):
+            return (_reference_programs(ctx, size, b)[0],)
+
+        def work(b, args, out):
+            steps = int(np.asarray(out.steps).sum())
+            return steps, {
+                "steps_per_program": steps / b,
+                "ok": int((np.asarray(out.status) == 0).sum()),
+            }
+
+        sweep(ctx, "vm", size, make, jitted, work, "lane-steps/s")
+        for r in ctx.rows:  # programs/s beside lane-steps/s
+            if r.get("bench") == "vm" and r.get("size") == size and r.get("seconds"):
+                r["programs_per_s"] = r["batch"] / r["seconds"]
+
+
+@register("compile", needs=("jaxcc.lexer:lex", "jaxcc.parser:parse", "jaxcc.middle:middle_end"))
+def bench_compile(ctx: Ctx):
+    """Source to bytecode on the device (lexer + parser + middle end in one jit): programs/s."""
+    import jax
+
+    for size in ctx.sizes():
+        lim = ctx.limits(size)
+        jitted = jax.jit(compile_fn(lim))
+
+        def make(b, size=size, lim=lim):
+            return encode([p["source"] for p in ctx.progs(size, b)], lim)
+
+        def work(b, args, out):
+            return b, {"errors": int((np.asarray(out[1].code) != 0).sum())}
+
+        sweep(ctx, "compile", size, make, jitted, work, "programs/s")
+
+
+LOOP_NEEDS = ("jaxcc.lexer:lex", "jaxcc.parser:parse", "jaxcc.middle:middle_end",
+              "jaxcc.vm:run_tests")  # fmt: skip
+
+
+@register("loop", needs=LOOP_NEEDS)
+def bench_loop(ctx: Ctx):
+    """The whole compile-run-test loop on the device (source and tests in, verdicts out):
+    programs/s; `agree` counts programs whose verdict equals CPython's."""
+    import jax
+
+    for size in ctx.sizes():
+        lim = ctx.limits(size)
+        jitted = jax.jit(loop_fn(lim))
+        wants: dict = {}
+
+        def make(b, size=size, wants=wants):
+            args, want = _loop_inputs(ctx, size, b)
+            wants[b] = want
+            return args
+
+        def work(b, args, out, wants=wants):
+            passed = np.asarray(out[0])
+            return b, {
+                "passed": int(passed.sum()),
+                "agree": int((passed == wants[b]).sum()),
+                "tests_per_program": int(args[3].shape[1]),
+            }
+
+        sweep(ctx, "loop", size, make, jitted, work, "programs/s")
+
+
+@register("latency", needs=("jaxcc.vm:run_tests",))
+def bench_latency(ctx: Ctx):
+    """Single-program latency (batch 1, small program): device loop and source-to-bytecode
+    (on the device, inputs resident), host-inclusive loop (encode, transfer, run, fetch),
+    and CPython / the reference pipeline for one program."""
+    import jax
+
+    size = "small"
+    lim = ctx.limits(size)
+    prog = ctx.corpus[size][:1]
+    if missing(LOOP_NEEDS) is None:
+        args, _ = _loop_inputs(ctx, size, 1)
+        jitted = jax.jit(loop_fn(lim))
+        m = measure(jitted, jax.device_put(args), ctx)
+        ctx.add(bench="latency", size=size, batch=1, variant="loop on device",
+                seconds=m["seconds"], compile_s=m["compile_s"])  # fmt: skip
+        cj = jax.jit(compile_fn(lim))
+        m2 = measure(cj, jax.device_put(args[:2]), ctx)
+        ctx.add(bench="latency", size=size, batch=1, variant="compile on device",
+                seconds=m2["seconds"])  # fmt: skip
+        compiled = jitted.lower(*jax.device_put(args)).compile()
+        times = []
+        for _ in range(max(3, ctx.args.repeats)):
+            t0 = time.perf_counter()
+            a, _ = _loop_inputs(ctx, size, 1)
+            out = jax.device_get(compiled(*jax.device_put(a)))
+            times.append(time.perf_counter() - t0)
+        del out
+        ctx.add(bench="latency", size=size, batch=1, variant="loop, host to host",
+                seconds=statistics.median(times))  # fmt: skip
+    else:
+        ctx.add(bench="latency", size=size, note="loop: " + missing(LOOP_NEEDS))
+    times = []
+    for _ in range(max(5, ctx.args.repeats)):
+        times.append(baselines.cpython(prog)["seconds"])
+    ctx.add(
+        bench="latency", size=size, batch=1, variant="cpython", seconds=statistics.median(times)
+    )
+    if missing(("jaxcc.reference.compiler:compile_source",)) is None:
+        times = [baselines.reference(prog, lim)["seconds"] for _ in range(3)]
+        ctx.add(bench="latency", size=size, batch=1, variant="reference pipeline",
+                seconds=statistics.median(times))  # fmt: skip
+
+
+@register("memory", needs=("jaxcc.vm:run",))
+def bench_memory(ctx: Ctx):
+    """Device memory per program in flight: compiled.memory_analysis() (arguments +
+    outputs + temporaries) / batch, for each stage available, at two batch sizes; and the
+    peak bytes in use where the device reports it."""
+    import jax
+
+    b_small, b_big = (8, 64) if ctx.quick else (256, 4096)
+    stages = []
+    for size in ctx.sizes():
+        lim = ctx.limits(size)
+        if missing(LOOP_NEEDS) is None:
+            stages.append(("loop", size, jax.jit(loop_fn(lim)),
+                           lambda b, size=size: _loop_inputs(ctx, size, b)[0]))  # fmt: skip
+            stages.append(("compile", size, jax.jit(compile_fn(lim)),
+                           lambda b, size=size: _loop_inputs(ctx, size, b)[0][:2]))  # fmt: skip
+        if missing(("jaxcc.reference.compiler:compile_many",)) is None:
+            from jaxcc import vm
+
+            stages.append(("vm", size, jax.jit(lambda p, lim=lim: vm.run(p, lim)),
+                           lambda b, size=size: (_reference_programs(ctx, size, b)[0],)))  # fmt: skip
+    for stage, size, jitted, make in stages:
+        for b in (b_small, b_big):
+            args = jax.device_put(make(b))
+            compiled = jitted.lower(*args).compile()
+            mb = _mem_bytes(compiled)
+            ma = compiled.memory_analysis()
+            ctx.add(bench="memory", size=size, batch=b, variant=stage,
+                    bytes_per_program=None if mb is None else mb / b, mem_bytes=mb,
+                    temp_bytes=getattr(ma, "temp_size_in_bytes", None),
+                    arg_bytes=getattr(ma, "argument_size_in_bytes", None),
+                    out_bytes=getattr(ma, "output_size_in_bytes", None))  # fmt: skip
+            stats = jax.devices()[0].memory_stats()
+            if stats and "peak_bytes_in_use" in stats:
+                jax.block_until_ready(compiled(*args))
+                ctx.rows[-1]["peak_bytes_in_use"] = jax.devices()[0].memory_stats()[
+                    "peak_bytes_in_use"
+                ]
+
+
+# ------------------------------------------------------------------ XLA compile time
+
+PROBES = {
+    "vm": ("jaxcc.vm:run", "jaxcc.reference.compiler:compile_many"),
+    "compile": LOOP_NEEDS[:3],
+    "loop": LOOP_NEEDS,
+}
+
+
+def probe(args) -> None:
+    """Child process of the xla_compile entry: trace, lower and compile one stage with
+    the persistent cache in args.cache, print the times as one JSON line."""
+    t_import = time.perf_counter()
+    import jax
+
+    jax.config.update("jax_compilation_cache_dir", args.cache)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    import_s = time.perf_counter() - t_import
+    with open(os.path.join(args.out, "corpus.json")) as f:
+        corpus = json.load(f)["corpus"]
+    ctx = Ctx(args, corpus, {})
+    size, b = args.sizes[0], args.batches[0]
+    lim = ctx.limits(size)
+    if args.probe == "vm":
+        from jaxcc import vm
+
+        jitted = jax.jit(lambda p: vm.run(p, lim))
+        inputs = (_reference_programs(ctx, size, b)[0],)
+    elif args.probe == "compile":
+        jitted = jax.jit(compile_fn(lim))
+        inputs = _loop_inputs(ctx, size, b)[0][:2]
+    else:
+        jitted = jax.jit(loop_fn(lim))
+        inputs = _loop_inputs(ctx, size, b)[0]
+    inputs = jax.device_put(inputs)
+    t0 = time.perf_counter()
+    traced = jitted.trace(*inputs)
+    t1 = time.perf_counter()
+    lowered = traced.lower()
+    t2 = time.perf_counter()
+    compiled = lowered.compile()
+    t3 = time.perf_counter()
+    jax.block_until_ready(compiled(*inputs))
+    t4 = time.perf_counter()
+    print("PROBE " + json.dumps({"import_s": import_s, "trace_s": t1 - t0, "lower_s": t2 - t1,
+                                 "compile_s": t3 - t2, "first_run_s": t4 - t3}))  # fmt: skip
+
+
+@register("xla_compile", needs=("jaxcc.vm:run",))
+def bench_xla_compile(ctx: Ctx):
+    """XLA compile time of the VM, the compiler and the whole loop (small programs), each
+    in a fresh process: cold (empty persistent cache) and warm (the cache the cold run
+    filled)."""
+    b = 8 if ctx.quick else 1024
+    for stage, needs in PROBES.items():
+        why = missing(needs)
+        if why:
+            ctx.add(bench="xla_compile", variant=stage, note="skipped: " + why)
+            continue
+        with tempfile.TemporaryDirectory(prefix="jaxcc-cache-") as cache:
+            for temp in ("cold", "warm"):
+                cmd = [sys.executable, os.path.abspath(__file__), "--_probe", stage,
+                       "--cache", cache, "--out", ctx.args.out, "--sizes", "small",
+                       "--batches", str(b)]  # fmt: skip
+                env = dict(
+                    os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")
+                )
+                t0 = time.perf_counter()
+                proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800)
+                wall = time.perf_counter() - t0
+                line = [ln for ln in proc.stdout.splitlines() if ln.startswith("PROBE ")]
+                if proc.returncode != 0 or not line:
+                    ctx.add(bench="xla_compile", variant=f"{stage} {temp}",
+                            note="probe failed: " + proc.stderr.strip()[-300:])  # fmt: skip
+                    break
+                r = json.loads(line[-1][6:])
+                ctx.add(bench="xla_compile", size="small", batch=b, variant=f"{stage} {temp}",
+                        seconds=r["compile_s"], process_s=wall, **r)  # fmt: skip
+
+
+# ------------------------------------------------------------------ baselines
+
+
+def _baseline_n(ctx: Ctx, full: int, quick: int) -> int:
+    return quick if ctx.quick else full
+
+
+@register("cpython")
+def bench_cpython(ctx: Ctx):
+    """CPython compile() + exec + the tests, one process: programs/s."""
+    for size in ctx.sizes():
+        progs = ctx.progs(size, _baseline_n(ctx, 2048, 64))
+        r = baselines.cpython(progs)
+        ctx.add(bench="cpython", size=size, batch=r["programs"], seconds=r["seconds"],
+                throughput=r["programs"] / r["seconds"], unit="programs/s",
+                passed=r["passed"])  # fmt: skip
+
+
+@register("cpython_pool")
+def bench_cpython_pool(ctx: Ctx):
+    """CPython compile() + exec + the tests on every host core (multiprocessing Pool)."""
+    pool = baselines.Pool()
+    try:
+        for size in ctx.sizes():
+            progs = ctx.progs(size, _baseline_n(ctx, 16384, 256))
+            pool.run(progs[: 4 * pool.n])  # warm
+            r = pool.run(progs)
+            ctx.add(bench="cpython_pool", size=size, batch=r["programs"], seconds=r["seconds"],
+                    throughput=r["programs"] / r["seconds"], unit="programs/s",
+                    passed=r["passed"], workers=r["workers"])  # fmt: skip
+    finally:
+        pool.close()
+
+
+@register("reference", needs=("jaxcc.reference.compiler:compile_source",))
+def bench_reference(ctx: Ctx):
+    """The reference pipeline (reference compiler + interpreter, plain Python): programs/s."""
+    for size in ctx.sizes():
+        progs = ctx.progs(size, _baseline_n(ctx, 256, 8))
+        r = baselines.reference(progs, ctx.limits(size))
+        ctx.add(bench="reference", size=size, batch=r["programs"], seconds=r["seconds"],
+                throughput=r["programs"] / r["seconds"], unit="programs/s",
+                passed=r["passed"], compile_s=r["compile_s"])  # fmt: skip
+
+
+@register("cpu_centric", needs=("jaxcc.vm:run_tests", "jaxcc.reference.compiler:compile_many"))
+def bench_cpu_centric(ctx: Ctx):
+    """The paper's CPU-centric pipeline: host compile (reference compiler), device_put,
+    vm.run_tests on the device, device_get; each phase timed."""
+    import jax
+
+    from jaxcc import vm
+
+    batches = [b for b in ctx.batches() if b <= (64 if ctx.quick else 16384)]
+    for size in ctx.sizes():
+        lim = ctx.limits(size)
+        jitted = jax.jit(lambda p, e, a, x, lim=lim: vm.run_tests(p, e, a, x, lim))
+        for b in batches:
+            if ctx.over_budget():
+                ctx.add(
+                    bench="cpu_centric", size=size, batch=b, note="stopped: entry time budget spent"
+                )
+                break
+            progs = ctx.progs(size, b)
+            baselines.cpu_centric(progs, lim, jitted)  # compile for this shape, warm up
+            runs = [baselines.cpu_centric(progs, lim, jitted) for _ in range(3 if ctx.quick else 2)]
+            r = min(runs, key=lambda x: x["seconds"])
+            ctx.add(bench="cpu_centric", size=size, batch=b, seconds=r["seconds"],
+                    throughput=b / r["seconds"], unit="programs/s",
+                    **{k: v for k, v in r.items() if k not in ("seconds", "programs")})  # fmt: skip
+            if r["seconds"] > ctx.args.max_call_s:
+                break
+
+
+# ------------------------------------------------------------------ scaling
+
+
+@register("scaling", needs=("jaxcc.vm:run", "jaxcc.reference.compiler:compile_many"))
+def bench_scaling(ctx: Ctx):
+    """1, 2, 4, ... devices (all of jax.devices()): the VM alone and the whole loop at
+    one fixed batch, split over the devices with jaxcc.sharding."""
+    import jax
+
+    from jaxcc import sharding, vm
+
+    devs = jax.devices()
+    counts = sorted({1 << i for i in range(len(devs).bit_length()) if 1 << i <= len(devs)}
+                    | {len(devs)})  # fmt: skip
+    b = 64 if ctx.quick else 65536
+    size = "small"
+    lim = ctx.limits(size)
+    program = _reference_programs(ctx, size, b)[0]
+    loop_ok = missing(LOOP_NEEDS) is None
+    if loop_ok:
+        loop_args, want = _loop_inputs(ctx, size, b)
+    for n in counts:
+        mesh = sharding.make_mesh(devs[:n])
+        cases = [("scaling_vm", sharding.sharded(functools.partial(vm.run, limits=lim), mesh),
+                  (program,), "lane-steps/s")]  # fmt: skip
+        if loop_ok:
+            cases.append(("scaling_loop", sharding.sharded(loop_fn(lim), mesh), loop_args,
+                          "programs/s"))  # fmt: skip
+        for bench, fn, args, unit in cases:
+            placed, pad = sharding.shard_batch(args, mesh)
+            out = jax.block_until_ready(fn(*placed))  # compile and warm up
+            times = []
+            for _ in range(max(3, ctx.args.repeats)):
+                t0 = time.perf_counter()
+                out = jax.block_until_ready(fn(*placed))
+                times.append(time.perf_counter() - t0)
+            dt = statistics.median(times)
+            work = int(np.asarray(out.steps).sum()) if bench == "scaling_vm" else b
+            extra = {}
+            if bench == "scaling_loop":
+                passed = np.asarray(out[0])[:b]
+                extra["agree"] = int((passed == want).sum())
+            ctx.add(bench=bench, size=size, batch=b, devices=n, seconds=dt,
+                    throughput=work / dt, unit=unit, **extra)  # fmt: skip
+
+
+@register("examples", needs=LOOP_NEEDS + ("jaxcc.vm:run",))
+def bench_examples(ctx: Ctx):
+    """examples/*.py compiled and run on the device as one batch; their output is
+    compared with CPython's (a correctness check with a time)."""
+    import jax
+
+    from jaxcc import isa, vm
+
+    progs = ctx.corpus.get("examples") or []
+    if not progs:
+        ctx.add(bench="examples", note="no examples/*.py")
+        return
+    lim = ctx.limits("examples")
+    comp = compile_fn(lim)
+
+    def f(src, length):
+        prog, err = comp(src, length)
+        return err, vm.run(prog, lim)
+
+    args = jax.device_put(encode([p["source"] for p in progs], lim))
+    m = measure(jax.jit(f), args, ctx)
+    err, res = jax.device_get(m["out"])
+    agree = 0
+    for i, p in enumerate(progs):
+        t = p["tests"][0]
+        code = int(err.code[i])
+        if code != 0:
+            from jaxcc.errors import EXCEPTION_NAME
+
+            agree += t["error"] == EXCEPTION_NAME.get(code)
+            continue
+        text = isa.format_output(res.out_kind[i], res.out_val[i], res.n_out[i])
+        from jaxcc.errors import EXCEPTION_NAME
+
+        name = None if int(res.status[i]) == 0 else EXCEPTION_NAME.get(int(res.status[i]))
+        agree += text == t["stdout"] and name == t["error"]
+    ctx.add(bench="examples", size="examples", batch=len(progs), seconds=m["seconds"],
+            throughput=len(progs) / m["seconds"], unit="programs/s", agree=agree,
+            compile_s=m["compile_s"])  # fmt: skip
+
+
+# ------------------------------------------------------------------ main
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument(
+        "--quick", action="store_true", help="small batches and corpora (minutes on a CPU)"
+    )
+    p.add_argument("--out", default=os.path.join(ROOT, "bench_out"), help="output directory")
+    p.add_argument("--only", default="", help="comma-separated entry names (see --list)")
+    p.add_argument("--skip", default="", help="comma-separated entry names not to run")
+    p.add_argument("--list", action="store_true", help="list the entries and exit")
+    p.add_argument("--sizes", default=None, help="corpus sizes (small,medium,large)")
+    p.add_argument("--batches", default=None, help="batch sizes, e.g. 1,16,256")
+    p.add_argument("--repeats", type=int, default=None, help="timed repeats per point (max)")
+    p.add_argument(
+        "--target-s", type=float, default=None, help="aim for this much timing per point"
+    )
+    p.add_argument(
+        "--max-call-s", type=float, default=None, help="stop a sweep after a call this slow"
+    )
+    p.add_argument(
+        "--entry-budget-s", type=float, default=None, help="stop an entry's sweeps after this long"
+    )
+    p.add_argument("--seed", type=int, default=0, help="corpus seed")
+    p.add_argument("--n-corpus", type=int, default=None, help="programs per corpus size")
+    p.add_argument("--cache", default=os.path.join(ROOT, ".jax_cache"),
+                   help="persistent compilation cache ('' for none)")  # fmt: skip
+    p.add_argument("--_probe", dest="probe", default=None, help=argparse.SUPPRESS)
+    a = p.parse_args(argv)
+    q = a.quick
+    a.sizes = a.sizes.split(",") if a.sizes else (["small"] if q else list(corpus_mod.SIZES))
+    a.batches = (
+        [int(x) for x in a.batches.split(",")]
+        if a.batches
+        else (QUICK_BATCHES if q else FULL_BATCHES)
+    )
+    a.repeats = a.repeats or (3 if q else 10)
+    a.target_s = a.target_s or (0.3 if q else 2.0)
+    a.max_call_s = a.max_call_s or (5.0 if q else 20.0)
+    a.entry_budget_s = a.entry_budget_s or (120.0 if q else 900.0)
+    a.n_corpus = a.n_corpus or (32 if q else 512)
+    a.out = os.path.abspath(a.out)
+    return a
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    if args.list:
+        for e in REGISTRY.values():
+            print(f"{e.name:14s} {e.doc}")
+        return 0
+    if args.probe:
+        probe(args)
+        return 0
+    import jax
+
+    if args.cache:
+        jax.config.update("jax_compilation_cache_dir", args.cache)
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
+    os.makedirs(args.out, exist_ok=True)
+    meta = report.meta(argv)
+    print(f"jaxcc bench on {report.meta_line(meta)}", flush=True)
+    names = [n for n in (args.only.split(",") if args.only else REGISTRY) if n]
+    names = [n for n in names if n not in set(args.skip.split(","))]
+    unknown = [n for n in names if n not in REGISTRY]
+    if unknown:
+        print(f"unknown entries: {unknown}; known: {list(REGISTRY)}")
+        return 2
+    t0 = time.perf_counter()
+    corpus = corpus_mod.load_or_build(
+        os.path.join(args.out, "corpus.json"), args.seed, args.n_corpus, ROOT, meta
+    )
+    print(f"corpus: {', '.join(f'{k} {len(v)}' for k, v in corpus.items())} programs "
+          f"({time.perf_counter() - t0:.1f} s)", flush=True)  # fmt: skip
+    ctx = Ctx(args, corpus, meta)
+    status = {}
+    for i, name in enumerate(names):
+        e = REGISTRY[name]
+        why = missing(e.needs)
+        if why:
+            print(f"[{i + 1}/{len(names)}] {name}: skipped: {why}", flush=True)
+            ctx.entry = name
+            ctx.add(bench=name, note=f"skipped: {why}")
+            status[name] = "skipped"
+            continue
+        print(f"[{i + 1}/{len(names)}] {name}: {e.doc}", flush=True)
+        ctx.entry, ctx.entry_t0 = name, time.perf_counter()
+        try:
+            e.fn(ctx)
+            status[name] = "ok"
+        except Exception as ex:  # noqa: BLE001 - report it, run the others
+            tb = traceback.format_exc()
+            print(tb, flush=True)
+            ctx.add(bench=name, note=f"error: {type(ex).__name__}: {str(ex)[:200]}")
+            status[name] = "error"
+        print(f"    ({time.perf_counter() - ctx.entry_t0:.1f} s)", flush=True)
+    rows = report.merge_rows(os.path.join(args.out, "results.json"), meta, ctx.rows, set(names))
+    report.write_json(os.path.join(args.out, "results.json"), meta, status=status,
+                      limits={k: v._asdict() for k, v in corpus_mod.LIMITS.items()}, rows=rows)  # fmt: skip
+    report.write_markdown(os.path.join(args.out, "results.md"), meta, rows)
+    pngs = report.plots(args.out, meta, rows)
+    print(
+        f"\nwrote {args.out}/results.json, results.md, corpus.json"
+        + (f", {len(pngs)} plots" if pngs else "")
+    )
+    print()
+    print(f"Device: {report.meta_line(meta)}")
+    print(report.markdown(report.summary(rows), report.SUMMARY_COLS))
+    return 1 if "error" in status.values() else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
