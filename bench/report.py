@@ -120,8 +120,12 @@ def summary(rows: list[dict]) -> list[dict]:
             b1[key] = r["seconds"]
         cur = best.get(key)
         tp = r.get("throughput")
-        if cur is None or (
-            tp is not None and (cur.get("throughput") is None or tp > cur["throughput"])
+        cur_tp = None if cur is None else cur.get("throughput")
+        # the best throughput; among rows without one, the last (largest batch)
+        if (
+            cur is None
+            or (tp is not None and (cur_tp is None or tp > cur_tp))
+            or (tp is None and cur_tp is None)
         ):
             best[key] = r
     out = []
