@@ -26,7 +26,7 @@ from jaxcc import grammar as G
 from jaxcc.errors import Code, Error, Limit, Syntax
 from jaxcc.limits import DEFAULT, Limits
 from jaxcc.syntax import Ann, Ast, Ctx, Node
-from jaxcc.tokens import NAME_BOOL, NAME_INT, N_TOK, Tok, Tokens
+from jaxcc.tokens import N_TOK, NAME_BOOL, NAME_INT, Tok, Tokens
 
 I32 = jnp.int32
 STEPS_PER_ITER = 16  # automaton steps per while_loop iteration (amortises the host sync)
@@ -72,7 +72,7 @@ class _Carry(NamedTuple):
     pos: object  # Int32[]  index into sig_*: the lookahead
     sp: object  # Int32[]  stack entries in use
     n: object  # Int32[]  nodes made
-    last: object  # Int32[]  last shifted token that is not NEWLINE/INDENT/DEDENT/';'
+    last: object  # Int32[]  last shifted token that is not NEWLINE/INDENT/DEDENT
     steps: object  # Int32[]
     stack: object  # Int32[Array, "D 4"]  state, nstart, first token, last token
     nodes: object  # Int32[Array, "N 6"]  kind, op, value, first, last, subtree start
@@ -220,7 +220,9 @@ def _step(c: _Carry, p: _Prog, tabs: _Tabs, nnt: int) -> _Carry:
     nrow = jnp.stack([kind, op, value, first, c.last, nstart])
     nodes = c.nodes.at[jnp.where(ok & make, nbase, N)].set(nrow, mode="drop")
 
-    layout = (a == Tok.NEWLINE) | (a == Tok.INDENT) | (a == Tok.DEDENT) | (a == Tok.SEMI)
+    # CPython ends a node at its last token that is not NEWLINE/INDENT/DEDENT (a
+    # compound statement's span includes a trailing ';' of its last line)
+    layout = (a == Tok.NEWLINE) | (a == Tok.INDENT) | (a == Tok.DEDENT)
     new_n = jnp.where(reduce, nbase + make.astype(I32), c.n)
 
     # errors
@@ -369,6 +371,8 @@ def _finish(c: _Carry, tok: Tokens, lex: Error, N: int) -> tuple[Ast, Error, Par
     op = jnp.where(store, Ctx.Store, nodes[:, _N_OP])
     first = jnp.clip(nodes[:, _N_FIRST], 0, T - 1)
     last = jnp.clip(nodes[:, _N_LAST], 0, T - 1)
+    # a BLOCK ends where its last statement (the node before it) ends: not at a ';'
+    last = jnp.where(kind == Node.BLOCK, last[jnp.maximum(idx - 1, 0)], last)
     line, col = tok.line[first], tok.col[first]
     end_line, end_col = tok.end_line[last], tok.end_col[last]
     # the Module spans the whole token array: line 1 col 0 to the ENDMARKER
