@@ -29,7 +29,7 @@ from typing import NamedTuple
 
 import hypothesis.strategies as st
 
-__all__ = ["programs"]
+__all__ = ["programs", "near_misses", "ERROR_CLASSES"]
 
 INT, BOOL, NONE = "int", "bool", "none"
 INT_MAX = 2**31 - 1
@@ -554,7 +554,9 @@ class _Gen:
             test = ast.Compare(_name("n"), [r.pick((ast.LtE, ast.Lt))()], [ast.Constant(0)])
             if isinstance(test.ops[0], ast.Lt):
                 test.comparators[0] = ast.Constant(1)
+            sc.self_calls = 2  # the base case never recurses
             body.append(ast.If(test, [self.ret(sc)], []))
+            sc.self_calls = 0
         body += self.block(sc, self.fuel_stmt)
         body += self.ending(sc)
         returns = None
@@ -891,3 +893,316 @@ def programs(
     indentation widths (or tabs); the post-pass is checked to keep the AST unchanged.
     """
     return _programs(max_functions, fuel, depth, max_statements, unbound_reads, formatting)
+
+
+# ------------------------------------------------------------------------ near misses
+
+# The error classes near_misses() can make, with the exception name jaxcc reports.
+ERROR_CLASSES = {
+    "syntax": "SyntaxError",
+    "indentation": "IndentationError",
+    "type": "TypeError",
+    "name": "NameError",
+    "unsupported": "UnsupportedError",
+    "zero_division": "ZeroDivisionError",
+    "overflow": "OverflowError",
+    "value": "ValueError",
+    "recursion": "RecursionError",
+    "unbound_local": "UnboundLocalError",
+    "unbound_global": "NameError",  # CPython's UnboundLocalError at module level
+    "assertion": "AssertionError",
+}
+
+_VAR_NAMES = ("x", "y", "z", "total", "count", "acc", "flag", "value", "k", "m")
+_FN_NAMES = ("f", "g", "h", "step", "fib", "work", "helper", "calc")
+
+
+def _syntax(r: _R, x: str, y: str, f: str, k: int) -> list[str]:
+    return r.pick(
+        (
+            # missing colon
+            lambda: [f"{x} = {k}", f"if {x} > 1", f"    print({x})"],
+            lambda: [f"{x} = {k}", f"while {x} < {k}", f"    {x} += 1"],
+            lambda: [f"for {x} in range({k})", f"    print({x})"],
+            lambda: [f"def {f}({x})", f"    return {x}"],
+            lambda: [f"{x} = {k}", f"if {x}:", "    pass", "else", "    pass"],
+            # unbalanced parentheses
+            lambda: [f"{x} = ({k} + 1))"],
+            lambda: [f"print({k}))"],
+            lambda: [f"{x} = {k}", f"print(({x} + 1)"],
+            # stray tokens
+            lambda: [f"{x} = {k} {k + 1}"],
+            lambda: [f"{x} = {k} +"],
+            lambda: [f"{x} = {k}", f"print({x}) {x}"],
+            lambda: [f"{x} {y} = {k}"],
+            lambda: [f"{x} = {k}", f"print({x},, 1)"],
+            lambda: [f"{x} = {k} if {k}"],
+            lambda: [f"{x} = {k} $ 2"],
+            lambda: [f"{x} = 0{k % 9 + 1}"],
+            # bad assignment targets
+            lambda: [f"{k} = {x}"],
+            lambda: [f"{x} = {k}", f"{x} + 1 = {k}"],
+            lambda: [f"{x} = {k}", f"({x} + 1) += 1"],
+            lambda: [f"def {f}({x}):", f"    return {x}", f"{f}({k}) = 3"],
+            lambda: ["True = 1"],
+            # statements out of place
+            lambda: [f"return {k}"],
+            lambda: [f"{x} = {k}", "if 1:", "    break"],
+            lambda: ["continue"],
+            lambda: [f"def {f}({x}):", "    continue", f"print({f}(1))"],
+            lambda: [f"def {f}({x}, {x}):", f"    return {x}"],
+        )
+    )()
+
+
+def _indentation(r: _R, x: str, y: str, f: str, k: int) -> list[str]:
+    return r.pick(
+        (
+            lambda: [f"{x} = {k}", f"    {y} = {k}"],
+            lambda: [f"if {k}:", f"    {x} = 1", f"        {y} = 2"],
+            lambda: [f"if {k}:", f"        {x} = 1", f"    {y} = 2"],
+            lambda: [f"def {f}({x}):", f"        {y} = {x}", f"    return {y}"],
+            lambda: [f"if {k}:", f"print({k})"],
+            lambda: [f"def {f}():", f"return {k}"],
+            lambda: [f"for {x} in range({k}):", f"{y} = {x}"],
+            lambda: ["while False:", "pass"],
+        )
+    )()
+
+
+def _type(r: _R, x: str, y: str, f: str, k: int) -> list[str]:
+    b = r.pick(("True", "False"))
+    return r.pick(
+        (
+            lambda: [f"{x} = {k}", f"{x} = {b}"],
+            lambda: [f"{x} = {b}", f"{x} += {k}"],
+            lambda: [f"{x} = {k}", f"{y} = {k} if {x} else {b}"],
+            lambda: [f"{x} = {k}", f"{y} = {x} or {b}"],
+            lambda: [f"print(min({k}, {b}))"],
+            lambda: [f"def {f}({x}):", f"    return {x}", f"print({f}({k}))", f"print({f}({b}))"],
+            lambda: [f"def {f}({x}: bool):", f"    return {x}", f"print({f}({k}))"],
+            lambda: [f"def {f}({x}) -> bool:", f"    return {x} + 1", f"print({f}({k}))"],
+            lambda: [
+                f"def {f}({x}):",
+                f"    if {x} > 0:",
+                f"        return {k}",
+                f"    return {b}",
+            ],
+            lambda: [
+                f"def {f}({x}):",
+                f"    if {x} > 0:",
+                f"        return {x}",
+                f"print({f}({k}))",
+            ],
+            lambda: [f"def {f}():", f"    print({k})", f"{x} = {f}()"],
+            lambda: [f"def {f}():", f"    print({k})", f"{x} = {f}() + 1"],
+            lambda: [f"def {f}():", "    return", f"if {f}():", f"    print({k})"],
+            lambda: [f"def {f}({x}):", f"    return {x}", f"print({f}({k}, {k}))"],
+            lambda: [f"def {f}({x}, {y}):", f"    return {x}", f"print({f}({k}))"],
+            lambda: [f"print(abs({k}, 2))"],
+            lambda: [f"print(max({k}))"],
+        )
+    )()
+
+
+def _name_error(r: _R, x: str, y: str, f: str, k: int) -> list[str]:
+    return r.pick(
+        (
+            lambda: [f"print({y})"],
+            lambda: [f"{x} = {y} + {k}"],
+            lambda: [f"print({f}({k}))", f"def {f}({x}):", f"    return {x}"],
+            lambda: [f"{f}({k})"],
+            lambda: [f"def {f}({x}):", f"    return {x} + {y}", f"print({f}({k}))"],
+        )
+    )()
+
+
+def _unsupported(r: _R, x: str, y: str, f: str, k: int) -> list[str]:
+    return r.pick(
+        (
+            lambda: [f"{x} = 'abc'"],
+            lambda: [f'print("{k}")'],
+            lambda: [f"{x} = {k}.5"],
+            lambda: [f"{x} = {k}j"],
+            lambda: [f"{x} = {k} / 2"],
+            lambda: [f"{x} = [{k}, 2]"],
+            lambda: [f"{x} = {k}", f"print({x}.real)"],
+            lambda: [f"{x} = {{{k}: 2}}"],
+            lambda: ["class C:", "    pass"],
+            lambda: [f"{f} = lambda {x}: {x}"],
+            lambda: ["import math"],
+            lambda: ["from math import gcd"],
+            lambda: [f"def {f}({x}):", f"    return {x}", f"print({f}({x}={k}))"],
+            lambda: [f"print({k}, flush=True)"],
+            lambda: [f"{x}, {y} = {k}, 2"],
+            lambda: [f"{x} = {y} = {k}"],
+            lambda: [f"{x} = {k}", f"def {f}():", f"    return {x}", f"print({f}())"],
+            lambda: [f"{x}: int = {k}"],
+            lambda: [f"for {x} in [1, 2]:", f"    print({x})"],
+            lambda: [f"for {x} in range({k}):", "    pass", "else:", "    pass"],
+            lambda: [f"def {f}({x}={k}):", f"    return {x}"],
+            lambda: [f"def {f}(*{x}):", "    return 1"],
+            lambda: [f"def {f}({x}):", f"    def {y}():", "        return 1", f"    return {x}"],
+            lambda: [f"print(({x} := {k}))"],
+            lambda: [f"{x} = {k}", f"print({x} is {x})"],
+            lambda: [f"{x} = {k}", f"print({x} in {x})"],
+            lambda: [f"{x} = {k}", f"del {x}"],
+            lambda: ["try:", f"    print({k})", "except:", "    pass"],
+            lambda: [f"{x} = {k}", f"global {x}"],
+            lambda: [f"{x} = {k}", f"{x} = {x} @ 2"],
+            lambda: ["..."],
+            lambda: [f"print({k})", "raise"],
+        )
+    )()
+
+
+def _runtime(kind: str, r: _R, x: str, y: str, f: str, k: int) -> list[str]:
+    k1 = k + 1
+    table = {
+        "zero_division": (
+            lambda: [f"{x} = {k}", f"{y} = {x} - {k}", f"print({k1} // {y})"],
+            lambda: [f"{x} = {k}", f"print({x} % ({x} - {x}))"],
+            lambda: [f"def {f}({x}):", f"    return {k} // {x}", f"print({f}(0))"],
+            lambda: [f"{x} = {k}", f"{x} //= 0"],
+        ),
+        "overflow": (
+            lambda: [f"{x} = 2147483647 - {k}", f"{x} += {k1}"],
+            lambda: [f"{x} = 65536", f"print({x} * {x})"],
+            lambda: [f"print({k1} << 31)"],
+            lambda: ["print(2 ** 31)"],
+            lambda: [f"{x} = -2147483647 - 1", f"print(-{x})"],
+            lambda: [f"{x} = -2147483647 - 1", f"print(abs({x}))"],
+            lambda: [f"{x} = -2147483647 - 1", f"print({x} // -1)"],
+            lambda: [f"{x} = -2147483647", f"print({x} - {k1} - 1)"],
+            lambda: [f"{x} = {k1}", "while True:", f"    {x} *= 3"],
+        ),
+        "value": (
+            lambda: [f"print({k} << -{k1})"],
+            lambda: [f"{x} = {k}", f"print({x} >> ({x} - {k1}))"],
+            lambda: [f"print({k} ** -{k1})"],
+            lambda: [f"{x} = {k}", f"for {y} in range(0, 5, {x} - {x}):", f"    print({y})"],
+        ),
+        "recursion": (
+            lambda: [f"def {f}({x}):", f"    return {f}({x} + 1)", f"print({f}({k}))"],
+            lambda: [
+                f"def {f}({x}):",
+                f"    if {x} == 0:",
+                "        return 0",
+                f"    return {f}({x} - 1) + 1",
+                f"print({f}(-{k1}))",
+            ],
+            lambda: [f"def {f}({x}):", f"    {f}({x})", f"{f}({k})"],
+        ),
+        "unbound_local": (
+            lambda: [
+                f"def {f}({x}):",
+                f"    if {x} > {k + 100}:",
+                f"        {y} = 1",
+                f"    return {y}",
+                f"print({f}({k}))",
+            ],
+            lambda: [
+                f"def {f}():",
+                f"    for {x} in range(0):",
+                "        pass",
+                f"    return {x}",
+                f"print({f}())",
+            ],
+            lambda: [f"def {f}({x}):", f"    {y} += {x}", f"    {y} = 0", f"{f}({k})"],
+        ),
+        "unbound_global": (
+            lambda: [f"{x} = {k}", f"if {x} > {k + 100}:", f"    {y} = 1", f"print({y})"],
+            lambda: [f"for {x} in range(0):", "    pass", f"print({x})"],
+            lambda: ["while False:", f"    {x} = 1", f"print({x} + 1)"],
+        ),
+        "assertion": (
+            lambda: [f"{x} = {k}", f"assert {x} == {x} + 1"],
+            lambda: ["assert False"],
+            lambda: ["assert 0"],
+            lambda: [f"{x} = {k}", f"assert {x} < 0 or {x} > {k1}"],
+        ),
+    }
+    return r.pick(table[kind])()
+
+
+_SAFE = (
+    lambda q, k: [f"{q} = {k}"],
+    lambda q, k: [f"print({k}, {k % 2 == 0})"],
+    lambda q, k: [f"def {q}(a):", f"    return a + {k}", f"print({q}({k}))"],
+    lambda q, k: [f"if {k} > 3:", f"    print({k})", "else:", "    print(False)"],
+    lambda q, k: [f"for {q} in range({k % 4}):", f"    print({q})"],
+    lambda q, k: ["pass"],
+)
+
+
+def _filler(r: _R, tag: str) -> list[str]:
+    out: list[str] = []
+    for i in range(r.int(0, 2)):
+        out += r.pick(_SAFE)(f"q{tag}{i}", r.int(0, 99))
+    return out
+
+
+@st.composite
+def _near_misses(draw, classes):
+    r = _R(draw)
+    cls = r.pick(classes)
+    x, y = r.pick(_VAR_NAMES), r.pick(_VAR_NAMES)
+    if y == x:
+        y = x + "2"
+    f = r.pick(_FN_NAMES)
+    k = r.int(0, 50)
+    if cls == "syntax":
+        lines = _syntax(r, x, y, f, k)
+    elif cls == "indentation":
+        lines = _indentation(r, x, y, f, k)
+    elif cls == "type":
+        lines = _type(r, x, y, f, k)
+    elif cls == "name":
+        lines = _name_error(r, x, y, f, k)
+    elif cls == "unsupported":
+        lines = _unsupported(r, x, y, f, k)
+    else:
+        lines = _runtime(cls, r, x, y, f, k)
+    before = _filler(r, "a")
+    # an unclosed bracket or an unfinished block swallows what follows: nothing after it
+    unfinished = cls in ("syntax", "indentation") and (
+        lines[-1].endswith(":") or lines[-1].count("(") > lines[-1].count(")")
+    )
+    after = [] if unfinished else _filler(r, "b")
+    return "\n".join(before + lines + after) + "\n", ERROR_CLASSES[cls]
+
+
+def near_misses(classes=None) -> st.SearchStrategy[tuple[str, str]]:
+    """``(source, exception name)`` pairs: programs with exactly one error each.
+
+    ``classes`` is a list of keys of ``ERROR_CLASSES`` (default: all of them); each example
+    picks one class, then one template of it with random names and numbers, between up to
+    two error-free filler statements before and after (none after an unclosed bracket or
+    an unfinished block). The name is the exception jaxcc reports:
+
+    * ``syntax`` (SyntaxError): a missing ``:``, unbalanced parentheses, stray tokens, a
+      leading-zero literal, an invalid character, a bad assignment target, ``return``
+      outside a function, ``break``/``continue`` outside a loop, a duplicate parameter.
+    * ``indentation`` (IndentationError): unexpected indent, unindent mismatch, expected
+      an indented block.
+    * ``type`` (TypeError, at compile time): int/bool mixed in one variable, conditional
+      expression, ``and``/``or``, ``min``/``max``, parameter or annotation; a value of a
+      function without return value used; arity of a call or of ``abs``/``max``; return
+      types that disagree or a value-returning function that can fall off its end.
+    * ``name`` (NameError, at compile time): an unknown name, a call before the ``def``.
+    * ``unsupported`` (UnsupportedError): strings, floats, imaginary numbers, ``/``,
+      lists, dicts, attributes, ``class``, ``lambda``, ``import``, keyword arguments,
+      tuple unpacking, chained assignment, a module variable read in a function,
+      annotated assignment, ``for`` over a list, loop ``else``, default and star
+      parameters, nested functions, ``:=``, ``is``, ``in``, ``del``, ``try``, ``global``,
+      ``@``, ``...``, ``raise``.
+    * run time: ``zero_division``, ``overflow`` (int32), ``value`` (negative shift count or
+      exponent, ``range`` step 0), ``recursion`` (unbounded), ``unbound_local`` (in a
+      function: UnboundLocalError), ``unbound_global`` (at module level: NameError),
+      ``assertion``. The error is reached on every run; no other error comes first.
+    """
+    classes = list(ERROR_CLASSES) if classes is None else list(classes)
+    unknown = set(classes) - set(ERROR_CLASSES)
+    if unknown:
+        raise ValueError(f"unknown error classes: {sorted(unknown)}")
+    return _near_misses(classes)
