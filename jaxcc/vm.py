@@ -129,7 +129,10 @@ def _tables(program: isa.Program) -> Tables:
         ],
         axis=-1,
     )
-    return Tables(code, _i32(program.line), _i32(program.n_code), fn, _i32(program.n_funcs))
+    # garbage sizes only shrink what is valid (as the reference interpreter does)
+    n_code = jnp.clip(_i32(program.n_code), 0, code.shape[-2])
+    n_funcs = jnp.clip(_i32(program.n_funcs), 0, fn.shape[-2])
+    return Tables(code, _i32(program.line), n_code, fn, n_funcs)
 
 
 # ----------------------------------------------------------------------------------------
@@ -500,36 +503,29 @@ def _step(t: Tables, lay: Layout, limits: Limits, s: Lane) -> Lane:
 
 
 def _init(t: Tables, lay: Layout, limits: Limits, pid, entry, args, budget) -> Lane:
-    """The entry frame of one lane, or a lane already stopped by a malformed start.
+    """The entry frame of one lane, or a lane already stopped by a bad start.
 
-    Start checks, in order (steps stays 0, pc is the entry's first instruction when the
-    entry id is valid, else 0): n_code outside [0, I] or n_funcs outside [0, F], entry
-    outside [0, n_funcs), a malformed table entry for it, or fewer arguments than its
-    nparams -> InvalidBytecode; a frame that does not fit in the value stack ->
-    RecursionError.
+    The entry function gets a CALL target's checks (steps stays 0; pc is the entry's
+    first instruction when the entry id is valid, else 0): entry outside [0, n_funcs) or
+    a malformed table entry -> InvalidBytecode; a frame that does not fit in the value
+    stack -> RecursionError. Parameter slot i gets args[i], 0 beyond the given args.
     """
-    n_i = t.code.shape[1]
-    n_f = t.fn.shape[1]
-    n_code = t.n_code[pid]
     n_funcs = t.n_funcs[pid]
-    shape_bad = (n_code < 0) | (n_code > n_i) | (n_funcs < 0) | (n_funcs > n_f)
     entry_bad = (entry < 0) | (entry >= n_funcs)
     frow = _get(t.fn, (pid, entry, 0), (1, 1, 4))[0, 0]
     f_entry, f_np, f_nl, f_ms = frow[0], frow[1], frow[2], frow[3]
-    malformed = (f_np < 0) | (f_nl < f_np) | (f_ms < 0) | (f_entry < 0) | (f_entry >= n_code)
-    n_args = args.shape[0]
-    too_few = f_np > n_args
+    malformed = (f_np < 0) | (f_nl < f_np) | (f_ms < 0) | (f_entry < 0) | (f_entry >= t.n_code[pid])
     too_big = (f_nl > limits.max_stack) | (f_ms > limits.max_stack - f_nl)
     status = jnp.where(
-        shape_bad | entry_bad | malformed | too_few,
+        entry_bad | malformed,
         Code.INVALID_BYTECODE,
         jnp.where(too_big | (limits.max_depth < 1), Code.RECURSION, Code.RUNNING),
     )
-    pc = jnp.where(shape_bad | entry_bad, 0, f_entry)
+    pc = jnp.where(entry_bad, 0, f_entry)
     mem = jnp.zeros((lay.size, 2), jnp.int32)
     mem = mem.at[lay.stack0 : lay.stack0 + limits.max_stack, 1].set(-1)  # nothing bound
-    n = min(n_args, limits.max_stack)
-    if n:
+    n = min(args.shape[0], limits.max_stack)
+    if n:  # slots beyond nparams are unbound locals or operands: their values are unread
         mem = mem.at[lay.stack0 : lay.stack0 + n, 0].set(args[:n])
     zero = _i32(0)
     return Lane(
@@ -553,8 +549,7 @@ def _init(t: Tables, lay: Layout, limits: Limits, pid, entry, args, budget) -> L
 
 
 def _finish(t: Tables, lay: Layout, limits: Limits, s: Lane) -> isa.RunResult:
-    n_i = t.code.shape[1]
-    pc_ok = (s.pc >= 0) & (s.pc < t.n_code[s.pid]) & (s.pc < n_i)
+    pc_ok = (s.pc >= 0) & (s.pc < t.n_code[s.pid])
     line = jnp.where(pc_ok, _get(t.line, (s.pid, s.pc), (1, 1))[0, 0], 0)
     out = s.mem[lay.out0 : lay.out0 + limits.max_output]
     return isa.RunResult(
@@ -627,8 +622,8 @@ def run(
     """Run a batch of programs (leading axis B), or one unbatched program.
 
     entry: Int32[B] function id each lane starts in (default 0, the module body).
-    args: Int32[B, A] arguments of the entry function (default none: A = 0); the entry
-        function takes args[:, :nparams]; fewer than nparams is InvalidBytecode.
+    args: Int32[B, A] arguments of the entry function (default none: A = 0); parameter
+        i gets args[:, i], 0 for i >= A (as the reference interpreter does).
     budget: Int32[B] per-lane step budget, clipped to [0, limits.max_steps] (default
         limits.max_steps); a lane that would start instruction budget + 1 stops with
         TimeoutError.
