@@ -1,0 +1,401 @@
+"""Pass ``emit_code``: bytecode for ONE program (the driver vmaps it), with the reference
+compiler's templates instruction for instruction, and its phase-5 limit errors.
+
+How, in parallel (Pareas' scheme, adapted to code whose order is not post-order):
+
+1. Each node owns a few instructions: ``pre`` (before its children's code), ``tail``
+   (after them) and ``aft`` (emitted by its parent right after this child's code:
+   jumps between children, a BOOLOP's JUMP_IF_*_OR_POP, a chain comparison's middle).
+2. A subtree's code size is the sum of ``pre + tail + aft`` over its node range
+   ``[lo, i]``: one prefix sum over the nodes.
+3. A node's start = (sizes of the code of everything before its subtree in post-order)
+   + (the ``pre`` of its ancestors) + (IFEXP's reordering: the test's code goes before
+   the body's); the ancestor sums are one difference array and one prefix sum.
+4. Functions are laid out one after the other (module body first), so a node's address
+   is its function's entry plus its offset inside the function.
+5. Every instruction is produced by a rule of the form (nodes, address, op, arg, line),
+   all rules are stacked and scattered into the code arrays at once. Jump targets are
+   the start or end addresses of related nodes (the loop of a break, the else block).
+6. fn_maxstack: the operand depth before each instruction is a prefix sum of stack
+   effects along the code (each unconditional JUMP given the effect that makes the sum
+   right at the next instruction); its maximum over the reachable instructions
+   (statements after a return / break / continue in their block are not).
+
+Sequential equivalent: the reference's ``_Emitter`` walk and ``max_stack``.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax.numpy as jnp
+
+from jaxcc import isa
+from jaxcc.errors import Code, Limit
+from jaxcc.isa import Op
+from jaxcc.resolve import (
+    B_ABS,
+    B_MAX,
+    B_MIN,
+    B_PRINT,
+    B_RANGE,
+    BIG,
+    I32,
+    INT_MIN,
+    Err,
+    exclusive_cumsum,
+    gather,
+    sum_over_ancestors,
+    tree_fixpoint,
+)
+from jaxcc.syntax import BinOp, BoolOp, CmpOp, ConstKind, Ctx, Node, UnaryOp
+from jaxcc.typecheck import M_BOOL, mask_to_type
+
+_BINOP_OP = jnp.array(
+    [
+        Op.ADD,
+        Op.SUB,
+        Op.MUL,
+        Op.FLOORDIV,
+        Op.MOD,
+        Op.POW,
+        Op.LSHIFT,
+        Op.RSHIFT,
+        Op.AND,
+        Op.OR,
+        Op.XOR,
+    ],
+    I32,
+)
+_UNARY_OP = jnp.array([Op.NEG, Op.NOP, Op.INVERT, Op.NOT], I32)  # UAdd emits nothing
+_CMP_OP = jnp.array([Op.LT, Op.LE, Op.GT, Op.GE, Op.EQ, Op.NE], I32)
+assert [int(x) for x in (BinOp.Add, BinOp.BitXor, UnaryOp.Not, CmpOp.NotEq)] == [0, 10, 3, 5]
+
+
+def _tbl(t, i):
+    return t[jnp.clip(i, 0, t.shape[0] - 1)]
+
+
+class Code_(NamedTuple):
+    program: isa.Program
+    err: Err
+
+
+def emit_code(ast, sc, ty, limits) -> Code_:
+    kind, op, value, parent, ci, nch = (
+        ast.kind,
+        ast.op,
+        ast.value,
+        ast.parent,
+        ast.child_index,
+        ast.n_children,
+    )
+    n = kind.shape[0]
+    I, F = limits.max_code, limits.max_funcs
+    idx = jnp.arange(n, dtype=I32)
+    live = idx < ast.n_nodes
+    root = jnp.maximum(ast.n_nodes - 1, 0)
+    lo = sc.lo
+    c0, c1, c2 = sc.child[:, 0], sc.child[:, 1], sc.child[:, 2]
+    pkind = gather(kind, parent, -1)
+    pnch = gather(nch, parent, 0)
+    pop = gather(op, parent, 0)
+    pline = gather(ast.line, parent, 0)
+    line = ast.line
+    code_node = live & (sc.fn >= 0)
+    K = lambda k: code_node & (kind == k)  # noqa: E731
+    PK = lambda k: code_node & (pkind == k)  # noqa: E731
+    builtin = sc.builtin
+    pbuiltin = gather(builtin, parent, 0)
+    is_print = K(Node.CALL) & (builtin == B_PRINT)
+    print_stmt = is_print & ((pkind == Node.EXPR_STMT) | (pkind == Node.RETURN))
+    child_print = gather(print_stmt, c0, False)
+    is_range = K(Node.CALL) & (builtin == B_RANGE)
+    is_user = K(Node.CALL) & (sc.callee >= 0)
+    min_lit = (
+        K(Node.CONSTANT)
+        & (op == ConstKind.INT)
+        & (value == INT_MIN)
+        & (pkind == Node.UNARYOP)
+        & (pop == UnaryOp.USub)
+    )
+    neg_min = K(Node.UNARYOP) & gather(min_lit, c0, False)
+    loop = sc.loop
+    loop_is_for = gather(kind, loop, 0) == Node.FOR
+    in_chain = PK(Node.COMPARE) & (pnch > 3)
+    n_cmp = (pnch - 1) // 2
+    is_operand = PK(Node.COMPARE) & (kind != Node.CMPOP) & (ci >= 2)
+    k_of = ci // 2
+    is_minmax_arg = PK(Node.CALL) & ((pbuiltin == B_MIN) | (pbuiltin == B_MAX)) & (ci >= 1)
+    temp = gather(sc.temp, sc.fdef, 0)
+
+    # -- 1. instruction counts ------------------------------------------------------------
+    pre = jnp.select(
+        [
+            K(Node.CONSTANT)
+            | (K(Node.NAME) & (op == Ctx.Load))
+            | K(Node.AUG_ASSIGN)
+            | K(Node.CONTINUE),
+            K(Node.BREAK),
+            K(Node.RETURN) & (nch == 0),
+            K(Node.CMPOP) & in_chain & (ci >= 3),
+            is_range & (nch == 1),
+        ],
+        [1, jnp.where(loop_is_for, 2, 1), 2, 1, 1],
+        0,
+    ).astype(I32)
+    tail = jnp.select(
+        [
+            K(Node.BINOP)
+            | (is_user | (K(Node.CALL) & (builtin == B_ABS)))
+            | K(Node.ASSIGN)
+            | K(Node.ASSERT),
+            K(Node.UNARYOP),
+            is_print,
+            is_range,
+            K(Node.AUG_ASSIGN),
+            K(Node.RETURN) & (nch > 0),
+            K(Node.EXPR_STMT),
+            K(Node.WHILE) | K(Node.FOR),
+            K(Node.FUNCTION_DEF) | (live & (idx == root)),
+        ],
+        [
+            1,
+            jnp.where((op == UnaryOp.UAdd) | neg_min, 0, 1),
+            nch + 2 + jnp.where(print_stmt, 0, 1),
+            jnp.where(nch <= 2, 1, 0),
+            2,
+            jnp.where(child_print, 2, 1),
+            jnp.where(child_print, 0, 1),
+            1,
+            2,
+        ],
+        0,
+    ).astype(I32)
+    aft = jnp.select(
+        [
+            PK(Node.BOOLOP) & (ci < pnch - 1),
+            is_operand,
+            PK(Node.IFEXP) & (ci <= 1),
+            is_minmax_arg,
+            PK(Node.IF) & ((ci == 0) | ((ci == 1) & (pnch == 3))),
+            PK(Node.WHILE) & (ci == 0),
+            PK(Node.FOR) & (ci == 1),
+        ],
+        [1, jnp.where(k_of < n_cmp, 4, 1), 1, 1, 1, 1, 2],
+        0,
+    ).astype(I32)
+    own = jnp.where(code_node, pre + tail + aft, 0)
+
+    # -- 2./3. sizes and starts in tree order -----------------------------------------------
+    p_all = exclusive_cumsum(own)
+    size_incl = p_all[idx + 1] - p_all[lo]
+    size_excl = size_incl - aft
+    body_sz = gather(size_incl, gather(c0, parent, -1), 0)  # IFEXP: the body's code
+    test_sz = gather(size_incl, gather(c1, parent, -1), 0)
+    corr = jnp.where(
+        PK(Node.IFEXP) & (ci == 0), test_sz, jnp.where(PK(Node.IFEXP) & (ci == 1), -body_sz, 0)
+    )
+    anc = sum_over_ancestors(lo, pre + corr) - pre
+    start_tree = p_all[lo] + anc
+    # -- 4. functions one after the other ------------------------------------------------------
+    in_fn = sc.fn > 0
+    p_def = exclusive_cumsum(jnp.where(in_fn, own, 0))
+    msize = jnp.sum(jnp.where(live & (sc.fn == 0), own, 0))
+    fdef = sc.fdef
+    entry_of_def = msize + p_def[lo]  # valid at def nodes
+    local = jnp.where(in_fn, start_tree - gather(start_tree, fdef, 0), start_tree - p_def[lo])
+    S = jnp.where(in_fn, gather(entry_of_def, fdef, 0), 0) + local
+    S = jnp.where(idx == root, 0, S)
+    TE = S + jnp.where(idx == root, msize, size_excl)
+    TS = TE - tail
+    AS = TE
+    n_code = msize + jnp.sum(jnp.where(sc.is_fn & (idx != root), size_incl, 0))
+
+    # -- reachability of statements (for fn_maxstack) -------------------------------------
+    is_block = live & ((kind == Node.BLOCK) | (idx == root))
+    no_complete = live & ((kind == Node.RETURN) | (kind == Node.BREAK) | (kind == Node.CONTINUE))
+    is_if = live & (kind == Node.IF)
+
+    def cn_step(cn):
+        bad_child = (
+            jnp.zeros((n + 1,), bool)
+            .at[jnp.where(live & ~cn & (parent >= 0), parent, n)]
+            .set(True)[:n]
+        )
+        if_cn = (nch < 3) | gather(cn, c1, True) | gather(cn, c2, True)
+        return ~no_complete & jnp.where(is_if, if_cn, jnp.where(is_block, ~bad_child, True))
+
+    cn = tree_fixpoint(cn_step, ~no_complete, 4 * n + 16)
+    first_nc = (
+        jnp.full((n + 1,), BIG, I32)
+        .at[jnp.where(live & ~cn & (parent >= 0), parent, n)]
+        .min(ci)[:n]
+    )
+    dead_here = live & gather(is_block, parent, False) & (ci > gather(first_nc, parent, BIG))
+    reach = sum_over_ancestors(lo, dead_here.astype(I32)) == 0
+
+    # -- 5. the rules ------------------------------------------------------------------------
+    rules = []
+
+    def rule(mask, at, opc, arg=0, ln=None, jeff=0, rch=None):
+        b = lambda x: jnp.broadcast_to(jnp.asarray(x, I32), (n,))  # noqa: E731
+        rules.append(
+            (
+                b(mask & code_node),
+                b(at),
+                b(opc),
+                b(arg),
+                b(line if ln is None else ln),
+                b(jeff),
+                b(reach if rch is None else rch),
+            )  # fmt: skip
+        )
+
+    slot0 = gather(sc.slot, c0, 0)
+    # leaves
+    const_val = jnp.where(op == ConstKind.NONE, 0, value)
+    rule(K(Node.CONSTANT), S, Op.LOAD_CONST, const_val, ln=jnp.where(min_lit, pline, line))
+    rule(K(Node.NAME) & (op == Ctx.Load), S, Op.LOAD_VAR, sc.slot)
+    # statements
+    rule(K(Node.ASSIGN), TS, Op.STORE_VAR, slot0)
+    aug = K(Node.AUG_ASSIGN)
+    rule(aug, S, Op.LOAD_VAR, slot0)
+    rule(aug, TS, _tbl(_BINOP_OP, op))
+    rule(aug, TS + 1, Op.STORE_VAR, slot0)
+    has_else = nch == 3
+    rule(K(Node.IF), gather(AS, c0, 0), Op.JUMP_IF_FALSE, jnp.where(has_else, gather(S, c2, 0), TE))
+    rule(K(Node.IF) & has_else, gather(AS, c1, 0), Op.JUMP, TE, rch=reach & gather(cn, c1, True))
+    rule(K(Node.WHILE), gather(AS, c0, 0), Op.JUMP_IF_FALSE, TE)
+    rule(K(Node.WHILE), TS, Op.JUMP, S, rch=reach & gather(cn, c1, True))
+    head = gather(AS, c1, 0)  # a for loop's FOR_RANGE
+    rule(K(Node.FOR), head, Op.FOR_RANGE, TE)
+    rule(K(Node.FOR), head + 1, Op.STORE_VAR, slot0)
+    rule(K(Node.FOR), TS, Op.JUMP, head, jeff=-3, rch=reach & gather(cn, c2, True))
+    rule(is_range & (nch == 1), S, Op.LOAD_CONST, 0)
+    rule(is_range & (nch <= 2), TS, Op.LOAD_CONST, 1)
+    brk = K(Node.BREAK)
+    loop_end = gather(TE, loop, 0)
+    rule(brk & loop_is_for, S, Op.POP_N, 3)
+    rule(
+        brk, S + jnp.where(loop_is_for, 1, 0), Op.JUMP, loop_end, jeff=jnp.where(loop_is_for, 3, 0)
+    )
+    loop_head = jnp.where(loop_is_for, gather(head, loop, 0), gather(S, loop, 0))
+    rule(K(Node.CONTINUE), S, Op.JUMP, loop_head)
+    ret = K(Node.RETURN)
+    rule(ret & (nch == 0), S, Op.LOAD_CONST, 0)
+    rule(ret & (nch == 0), S + 1, Op.RETURN_VALUE)
+    rule(ret & (nch > 0) & child_print, TS, Op.LOAD_CONST, 0)
+    rule(ret & (nch > 0), TE - 1, Op.RETURN_VALUE)
+    rule(K(Node.ASSERT), TS, Op.ASSERT)
+    rule(K(Node.EXPR_STMT) & ~child_print, TS, Op.POP_TOP)
+    # function ends: LOAD_CONST 0; RETURN_VALUE at the last statement's line
+    is_mod_stmt = live & (parent == root) & (idx != root) & (kind != Node.FUNCTION_DEF)
+    last_mod = jnp.max(jnp.where(is_mod_stmt, idx, -1))
+    mod_line = jnp.where(last_mod >= 0, gather(line, last_mod, 1), 1)
+    body_last_line = gather(line, gather(c1, idx, -1) - 1, 0)
+    fend = (K(Node.FUNCTION_DEF) & sc.is_fn) | (live & (idx == root))
+    end_line = jnp.where(idx == root, mod_line, body_last_line)
+    end_reach = jnp.where(idx == root, cn, gather(cn, c1, True))
+    rule(fend, TS, Op.LOAD_CONST, 0, ln=end_line, rch=end_reach)
+    rule(fend, TS + 1, Op.RETURN_VALUE, ln=end_line, rch=end_reach)
+    # expressions
+    rule(K(Node.BINOP), TS, _tbl(_BINOP_OP, op))
+    rule(K(Node.UNARYOP) & (op != UnaryOp.UAdd) & ~neg_min, TS, _tbl(_UNARY_OP, op))
+    boolj = jnp.where(pop == BoolOp.And, Op.JUMP_IF_FALSE_OR_POP, Op.JUMP_IF_TRUE_OR_POP)
+    rule(PK(Node.BOOLOP) & (ci < pnch - 1), AS, boolj, gather(TE, parent, 0), ln=pline)
+    rule(K(Node.CMPOP) & in_chain & (ci >= 3), S, Op.LOAD_VAR, temp, ln=pline)
+    cmp_op = _tbl(_CMP_OP, gather(op, lo - 1, 0))  # the CMPOP just before this operand
+    mid = is_operand & (k_of < n_cmp)
+    tmp = temp
+    rule(mid, AS, Op.STORE_VAR, tmp, ln=pline)
+    rule(mid, AS + 1, Op.LOAD_VAR, tmp, ln=pline)
+    rule(mid, AS + 2, cmp_op, ln=pline)
+    rule(mid, AS + 3, Op.JUMP_IF_FALSE_OR_POP, gather(TE, parent, 0), ln=pline)
+    rule(is_operand & (k_of == n_cmp), AS, cmp_op, ln=pline)
+    ifx = K(Node.IFEXP)
+    rule(ifx, gather(AS, c1, 0), Op.JUMP_IF_FALSE, gather(S, c2, 0))
+    rule(ifx, gather(AS, c0, 0), Op.JUMP, TE, jeff=-1)
+    callee_np = gather(sc.nparams, sc.callee, 0)
+    rule(is_user, TS, Op.CALL, gather(sc.fid, sc.callee, 0), jeff=1 - callee_np)
+    rule(K(Node.CALL) & (builtin == B_ABS), TS, Op.ABS)
+    rule(is_minmax_arg, AS, jnp.where(pbuiltin == B_MIN, Op.MIN, Op.MAX), ln=pline)
+    print_arg = PK(Node.CALL) & (pbuiltin == B_PRINT)
+    rule(
+        print_arg,
+        gather(TS, parent, 0) + ci,
+        jnp.where(ty.t == M_BOOL, Op.PRINT_BOOL, Op.PRINT_INT),
+        pnch - ci,
+        ln=pline,
+    )
+    rule(is_print, TS + nch, Op.PRINT_NEWLINE)
+    rule(is_print, TS + nch + 1, Op.POP_N, nch)
+    rule(is_print & ~print_stmt, TS + nch + 2, Op.LOAD_CONST, 0)
+
+    mask, at, opc, arg, ln, jeff, rch = (jnp.concatenate([r[j] for r in rules]) for j in range(7))
+    fn_node = jnp.concatenate([fdef] * len(rules))
+    ok = mask & (at >= 0) & (at < I)
+    tgt = jnp.where(ok, at, I)
+    code_op = jnp.zeros((I + 1,), I32).at[tgt].set(opc)[:I]
+    code_arg = jnp.zeros((I + 1,), I32).at[tgt].set(arg)[:I]
+    code_line = jnp.zeros((I + 1,), I32).at[tgt].set(ln)[:I]
+    line_at_limit = jnp.max(jnp.where(mask & (at == I), ln, 0))
+
+    # -- 6. stack depths ------------------------------------------------------------------
+    pops = jnp.asarray(isa.decode_tables()["pops"], I32)
+    pushes = jnp.asarray(isa.decode_tables()["pushes"], I32)
+    fall = _tbl(pushes, opc) - _tbl(pops, opc)
+    fall = jnp.where(opc == Op.POP_N, -arg, fall)
+    fall = jnp.where(opc == Op.CALL, jeff, fall)
+    fall = jnp.where(opc == Op.JUMP, 0, fall)
+    lin = jnp.where(opc == Op.JUMP, jeff, fall)
+    eff_at = jnp.zeros((I + 1,), I32).at[tgt].set(lin)[:I]
+    depth_before = exclusive_cumsum(eff_at)[:I]
+    d_at = gather(depth_before, at, 0)
+    peak = jnp.where(ok & rch, jnp.maximum(d_at, d_at + fall), 0)
+    maxstack_node = jnp.zeros((n + 1,), I32).at[jnp.where(ok & rch, fn_node, n)].max(peak)[:n]
+
+    # -- the function table ------------------------------------------------------------------
+    fid = jnp.where(idx == root, 0, sc.fid)
+    fslot = jnp.where(live & sc.is_fn, fid, F)
+    entry = jnp.where(idx == root, 0, entry_of_def)
+    table = lambda x: jnp.zeros((F + 1,), I32).at[fslot].set(x, mode="drop")[:F]  # noqa: E731
+    rettype = jnp.where(idx == root, isa.T_NONE, mask_to_type(ty.ret))
+    prog = isa.Program(
+        op=code_op,
+        arg=code_arg,
+        line=code_line,
+        n_code=n_code.astype(I32),
+        fn_entry=table(entry),
+        fn_nparams=table(sc.nparams),
+        fn_nlocals=table(sc.nlocals),
+        fn_maxstack=table(maxstack_node),
+        fn_rettype=table(rettype),
+        n_funcs=sc.n_funcs.astype(I32),
+    )
+
+    # -- limits (the reference's order) ------------------------------------------------------
+    fnl = live & sc.is_fn
+    fline = jnp.where(idx == root, 1, line)
+    fcol = jnp.where(idx == root, 0, ast.col)
+    z = jnp.int32(0)
+
+    def at_fn(mask, detail):
+        j = jnp.argmin(jnp.where(mask, fid, BIG))
+        return Err(
+            jnp.where(jnp.any(mask), Code.LIMIT, 0).astype(I32),
+            fline[j],
+            fcol[j],
+            jnp.int32(detail),
+        )
+
+    e_funcs = at_fn(fnl & (fid == F), Limit.FUNCTIONS)
+    e_locals = at_fn(fnl & (sc.nlocals > limits.max_locals), Limit.LOCALS)
+    e_code = Err(
+        jnp.where(n_code > I, Code.LIMIT, 0).astype(I32), line_at_limit, z, jnp.int32(Limit.CODE)
+    )
+    e_stack = at_fn(fnl & (sc.nlocals + maxstack_node > limits.max_stack), Limit.STACK)
+    err = e_funcs
+    for e in (e_locals, e_code, e_stack):
+        err = Err(*(jnp.where(err.code != 0, a, b) for a, b in zip(err, e, strict=True)))
+    return Code_(prog, err)

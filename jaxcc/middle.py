@@ -1,0 +1,92 @@
+"""The middle end: flat AST (jaxcc.syntax) -> bytecode (jaxcc.isa), for a whole batch.
+
+``middle_end(ast, tokens, limits, error=None) -> (Program, Error)`` is one pure,
+jittable function. ``PASSES`` names the passes in order; each takes and returns a
+``State`` for ONE program (``run`` vmaps them over a batch), so a driver can time each
+pass or look at the arrays after any of them. docs/middle_end.md describes them.
+
+Errors: the incoming error (lexer/parser) wins; then, as the reference compiler's
+phases: CPython's compile()-time SyntaxErrors, the int-literal check, names, types,
+limits. A program with an error gets an all-zero Program (as the reference's).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from jaxcc import isa
+from jaxcc.codegen import emit_code
+from jaxcc.errors import Error
+from jaxcc.limits import Limits
+from jaxcc.resolve import Err, first_of, resolve_names
+from jaxcc.typecheck import infer_types
+
+
+class State(NamedTuple):
+    """What the passes have computed so far, for one program (None: not yet)."""
+
+    ast: object  # syntax.Ast (unbatched)
+    error: Err  # the incoming error
+    scopes: object = None  # resolve.Scopes
+    types: object = None  # typecheck.Types
+    program: object = None  # isa.Program
+    final: object = None  # Err: the program's error after all passes
+
+
+def _resolve(st: State, limits: Limits) -> State:
+    return st._replace(scopes=resolve_names(st.ast, limits))
+
+
+def _types(st: State, limits: Limits) -> State:
+    return st._replace(types=infer_types(st.ast, st.scopes, limits))
+
+
+def _emit(st: State, limits: Limits) -> State:
+    code = emit_code(st.ast, st.scopes, st.types, limits)
+    sc = st.scopes
+    err = first_of(st.error, sc.err_compile, sc.err_literal, sc.err_names, st.types.err, code.err)
+    bad = err.code != 0
+    err = Err(*(jnp.where(bad, x, 0) for x in err))
+    prog = isa.Program(*(jnp.where(bad, jnp.zeros_like(x), x) for x in code.program))
+    return st._replace(program=prog, final=err)
+
+
+PASSES = (
+    ("resolve_names", _resolve),
+    ("infer_types", _types),
+    ("emit_code", _emit),
+)
+
+
+def _one(ast, error: Err, limits: Limits):
+    st = State(ast=ast, error=error)
+    for _, f in PASSES:
+        st = f(st, limits)
+    e = st.final
+    return st.program, Error(e.code, e.line, e.col, e.detail)
+
+
+def middle_end(ast, tokens, limits: Limits, error: Error | None = None):
+    """Compile a batch (leading axis B) or one program's flat AST to bytecode.
+
+    ``tokens`` is accepted for the pipeline's uniformity (positions are in the Ast).
+    ``error``: the lexer/parser's Error for each program; a program that has one keeps
+    it and gets an all-zero Program.
+    """
+    del tokens
+    batched = jnp.ndim(ast.kind) == 2
+    shape = ast.kind.shape[:1] if batched else ()
+    if error is None:
+        z = jnp.zeros(shape, jnp.int32)
+        error = Error(z, z, z, z)
+    ast = type(ast)(*(jnp.asarray(x, jnp.int32) for x in ast))
+    err = Err(
+        *(jnp.asarray(x, jnp.int32) for x in (error.code, error.line, error.col, error.detail))
+    )
+    f = lambda a, e: _one(a, e, limits)  # noqa: E731
+    if batched:
+        f = jax.vmap(f)
+    return f(ast, err)

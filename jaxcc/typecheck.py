@@ -1,0 +1,410 @@
+"""Pass ``infer_types``: the static type of every expression, variable, parameter and
+function result of ONE program (the driver vmaps it), and the TypeErrors: the
+reference compiler's phase 4 (``_Typer`` and ``check_types``), in parallel.
+
+Types are bit masks: BOT 0 (nothing known yet), INT 1, BOOL 2, NONE 4, TOP 7 (a
+conflict); ``join`` is OR (any two bits make TOP). The reference solves its equations
+for variables and results by Jacobi iteration, computing each expression's type
+recursively; here every expression node is an unknown too, so one round updates every
+node, variable (indexed by its first definer node) and result (indexed by its def node)
+at once from the previous round's values. Both iterations climb to the same least
+fixpoint. Sequential equivalent of ``_fixpoint``::
+
+    while changed:
+        t[i] = rule(i, t[children of i], var, ret)    for every node i
+        var[v] = seed[v] | OR(site types of v)         for every variable v
+        ret[f] = seed[f] | OR(return types of f)       for every function f
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax.numpy as jnp
+from jax import lax
+
+from jaxcc import isa
+from jaxcc.errors import Code, Type
+from jaxcc.resolve import (
+    B_ABS,
+    B_MAX,
+    B_MIN,
+    B_PRINT,
+    B_RANGE,
+    BIG,
+    I32,
+    Cand,
+    Err,
+    gather,
+    pick,
+    tree_fixpoint,
+)
+from jaxcc.syntax import Ann, BinOp, ConstKind, Ctx, Node, UnaryOp
+
+BOT, M_INT, M_BOOL, M_NONE, TOP = 0, 1, 2, 4, 7
+
+
+def norm(m):
+    """Two or more bits -> TOP."""
+    return jnp.where((m & (m - 1)) != 0, TOP, m).astype(I32)
+
+
+def bitwise(a, b):
+    """& | ^: TOP if either is, BOT if either is, bool if both are, else int."""
+    return jnp.where(
+        (a == TOP) | (b == TOP),
+        TOP,
+        jnp.where(
+            (a == BOT) | (b == BOT), BOT, jnp.where((a == M_BOOL) & (b == M_BOOL), M_BOOL, M_INT)
+        ),
+    ).astype(I32)
+
+
+def mask_to_type(m):
+    """A mask to isa.T_* (BOT and TOP give T_INT)."""
+    return jnp.where(m == M_BOOL, isa.T_BOOL, jnp.where(m == M_NONE, isa.T_NONE, isa.T_INT)).astype(
+        I32
+    )
+
+
+def _ann_mask(ann):
+    return jnp.select(
+        [ann == Ann.INT, ann == Ann.BOOL, ann == Ann.NONE], [M_INT, M_BOOL, M_NONE], BOT
+    ).astype(I32)
+
+
+def or_into(n, target, valid, m):
+    """out[j] = OR of m[i] over the i with valid[i] and target[i] == j (an OR scatter,
+    by one max-scatter per bit)."""
+    bits = (m[:, None] >> jnp.arange(3, dtype=I32)[None, :]) & 1
+    acc = jnp.zeros((n + 1, 3), I32).at[jnp.where(valid, target, n)].max(bits, mode="drop")
+    return acc[:n, 0] | (acc[:n, 1] << 1) | (acc[:n, 2] << 2)
+
+
+class Types(NamedTuple):
+    t: object  # Int32[N]  type mask of each expression node (final)
+    var: object  # Int32[N]  at first-definer nodes: the variable's mask
+    ret: object  # Int32[N]  at function nodes: the result mask (BOT resolved to INT)
+    terminates: object  # Bool[N]  statements / blocks that "terminate" (the return rule)
+    err: Err
+
+
+def infer_types(ast, sc, limits) -> Types:
+    del limits
+    kind, op, value, parent = ast.kind, ast.op, ast.value, ast.parent
+    n = kind.shape[0]
+    idx = jnp.arange(n, dtype=I32)
+    live = idx < ast.n_nodes
+    ci, nch = ast.child_index, ast.n_children
+    c0, c1, c2 = sc.child[:, 0], sc.child[:, 1], sc.child[:, 2]
+    pkind = gather(kind, parent, -1)
+    ok = live & (sc.fn >= 0)  # nodes the reference walks (not a second def's body)
+    builtin = sc.builtin
+    pbuiltin = gather(builtin, parent, 0)
+    is_call, is_ret = ok & (kind == Node.CALL), ok & (kind == Node.RETURN)
+    is_param = ok & (kind == Node.PARAM)
+    is_store = ok & (kind == Node.NAME) & (op == Ctx.Store)
+    is_load = ok & (kind == Node.NAME) & (op == Ctx.Load) & (sc.rep >= 0)
+    is_fdef = sc.is_fn & (idx != jnp.maximum(ast.n_nodes - 1, 0))
+    bit = (op == BinOp.BitAnd) | (op == BinOp.BitOr) | (op == BinOp.BitXor)
+    const_m = jnp.select(
+        [op == ConstKind.INT, op == ConstKind.BOOL], [M_INT, M_BOOL], M_NONE
+    ).astype(I32)
+    # seeds: annotated params and results
+    ann_param = is_param & (op != Ann.ABSENT)
+    seed_var0 = jnp.where(ann_param, _ann_mask(op), BOT)
+    ann_ret = is_fdef & (op != Ann.ABSENT)
+    has_return = jnp.zeros((n,), bool).at[jnp.where(is_ret, sc.fdef, n)].set(True, mode="drop")
+    seed_ret0 = jnp.where(ann_ret, _ann_mask(op), jnp.where(sc.is_fn & ~has_return, M_NONE, BOT))
+    # call sites with the right arity feed their callee's unannotated params
+    callee = sc.callee
+    call_ok = is_call & (callee >= 0) & (nch == gather(sc.nparams, callee, -1))
+    is_arg = ok & (pkind == Node.CALL) & gather(call_ok, parent, False)
+    arg_param = gather(sc.lo, gather(callee, parent, 0), 0) + ci  # PARAMs lead the def's subtree
+    feeds = is_arg & (gather(op, arg_param, 0) == Ann.ABSENT)
+    # children joined by the node's own type
+    joins = ok & (
+        (pkind == Node.BOOLOP)
+        | ((pkind == Node.IFEXP) & (ci != 1))
+        | ((pkind == Node.CALL) & ((pbuiltin == B_MIN) | (pbuiltin == B_MAX)))
+    )
+    store_rep = jnp.where(is_store, sc.rep, -1)
+    pop = gather(op, parent, 0)
+    pbit = (pop == BinOp.BitAnd) | (pop == BinOp.BitOr) | (pop == BinOp.BitXor)
+    value_child = gather(sc.child[:, 1], parent, -1)  # a stored NAME's statement's value
+
+    def site_type(t, var):
+        """The mask each stored NAME's statement assigns (the reference's site_type)."""
+        val = gather(t, value_child, BOT)
+        cur = gather(var, store_rep, BOT)
+        aug = jnp.where(pbit, bitwise(cur, val), M_INT)
+        return jnp.select(
+            [pkind == Node.ASSIGN, pkind == Node.AUG_ASSIGN, pkind == Node.FOR],
+            [val, aug, M_INT],
+            BOT,
+        ).astype(I32)
+
+    def rnd(state, seeds):
+        t, var, ret = state
+        seed_var, seed_ret = seeds
+        joined = norm(or_into(n, parent, joins, t))
+        callm = jnp.select(
+            [
+                (builtin == B_PRINT) | (builtin == B_RANGE),
+                builtin == B_ABS,
+                (builtin == B_MIN) | (builtin == B_MAX),
+            ],
+            [M_NONE, M_INT, joined],
+            gather(ret, callee, BOT),
+        )
+        new_t = jnp.select(
+            [
+                kind == Node.CONSTANT,
+                kind == Node.NAME,
+                kind == Node.BINOP,
+                kind == Node.UNARYOP,
+                kind == Node.COMPARE,
+                (kind == Node.BOOLOP) | (kind == Node.IFEXP),
+                kind == Node.CALL,
+            ],
+            [
+                const_m,
+                jnp.where(is_load, gather(var, sc.rep, BOT), BOT),
+                jnp.where(bit, bitwise(gather(t, c0, BOT), gather(t, c1, BOT)), M_INT),
+                jnp.where(op == UnaryOp.Not, M_BOOL, M_INT),
+                jnp.full((n,), M_BOOL, I32),
+                joined,
+                callm,
+            ],
+            BOT,
+        ).astype(I32)
+        new_t = jnp.where(ok, new_t, BOT)
+        site = jnp.concatenate([jnp.where(is_store, sc.rep, n), jnp.where(feeds, arg_param, n)])
+        site_m = jnp.concatenate([site_type(t, var), t])
+        new_var = norm(seed_var | or_into(n, site, site < n, site_m))
+        rm = jnp.where(nch > 0, gather(t, c0, BOT), M_NONE)
+        rets = or_into(n, sc.fdef, is_ret, rm)
+        new_ret = jnp.where(ann_ret, seed_ret, norm(seed_ret | jnp.where(sc.is_fn, rets, BOT)))
+        return new_t, new_var, new_ret
+
+    def fixpoint(state, seeds):
+        def step(s):
+            return rnd(s, seeds)
+
+        return _fix(step, state, 4 * n + 16)
+
+    zero = jnp.zeros((n,), I32)
+    state = fixpoint((zero, zero, zero), (seed_var0, seed_ret0))
+
+    # defaults, each followed by a new fixpoint: params, then results, then variables
+    is_var_rep = ok & (is_param | is_store) & (sc.rep == idx)
+
+    def run_stage(state, seeds, pick_var, pick_ret):
+        def cond(c):
+            st, _ = c
+            return jnp.any(pick_var(st)) | jnp.any(pick_ret(st))
+
+        def body(c):
+            st, (sv, sr) = c
+            sv = jnp.where(pick_var(st), M_INT, sv)
+            sr = jnp.where(pick_ret(st), M_INT, sr)
+            return fixpoint(st, (sv, sr)), (sv, sr)
+
+        return lax.while_loop(cond, body, (state, seeds))
+
+    never = jnp.zeros((n,), bool)
+    state, seeds = run_stage(
+        state, (seed_var0, seed_ret0), lambda st: is_param & (st[1] == BOT), lambda st: never
+    )
+    state, seeds = run_stage(state, seeds, lambda st: never, lambda st: sc.is_fn & (st[2] == BOT))
+    seed_before_vars = seeds[0]
+    state, seeds = run_stage(state, seeds, lambda st: is_var_rep & (st[1] == BOT), lambda st: never)
+    t, var, ret = state
+
+    # -- checks (the reference's check_types) ----------------------------------------------
+    line, col, walk = ast.line, ast.col, sc.walk
+    defaulted = is_var_rep & ~is_param & (seeds[0] != seed_before_vars)
+    first_seed = jnp.where(ann_param, seed_var0, jnp.where(defaulted, M_INT, BOT))
+    tv = t
+    is_none = tv == M_NONE
+    # none_used(e): e's visitor is its parent
+    p_is = lambda k: pkind == k  # noqa: E731
+    pp = gather(parent, parent, -1)
+    range_arg = ok & p_is(Node.CALL) & (pbuiltin == B_RANGE)
+    checked = ok & (
+        ((p_is(Node.ASSIGN) | p_is(Node.AUG_ASSIGN)) & (ci == 1))
+        | ((p_is(Node.IF) | p_is(Node.WHILE)) & (ci == 0))
+        | p_is(Node.ASSERT)
+        | p_is(Node.BINOP)
+        | p_is(Node.UNARYOP)
+        | (p_is(Node.COMPARE) & (kind != Node.CMPOP))
+        | p_is(Node.BOOLOP)
+        | p_is(Node.IFEXP)
+        | (p_is(Node.CALL) & (pbuiltin != B_RANGE))
+        | range_arg
+    )
+    none_err = checked & is_none
+    # a range() argument is checked by its for statement (the visitor)
+    visitor = jnp.where(range_arg, pp, parent)
+    vkey = gather(walk, visitor, 0)
+    cands = [Cand(none_err, Code.TYPE, Type.NONE_VALUE, line, col, (line, col, vkey, 2 + ci))]
+    # check_join: no part none, both int and bool among the parts
+    part_none = or_into(n, parent, joins & is_none, jnp.full((n,), 1, I32))
+    part_bits = or_into(n, parent, joins & ((tv == M_INT) | (tv == M_BOOL)), tv)
+    join_node = ok & (
+        (kind == Node.BOOLOP)
+        | (kind == Node.IFEXP)
+        | ((kind == Node.CALL) & ((builtin == B_MIN) | (builtin == B_MAX)))
+    )
+    mixed = join_node & (part_none == 0) & (part_bits == (M_INT | M_BOOL))
+    cands.append(
+        Cand(
+            mixed, Code.TYPE, Type.MIXED, line, col, (line, col, walk, jnp.full((n,), 1 << 20, I32))
+        )
+    )
+    # arities
+    bad_bi = is_call & (
+        ((builtin == B_ABS) & (nch != 1))
+        | (((builtin == B_MIN) | (builtin == B_MAX)) & (nch < 2))
+        | ((builtin == B_RANGE) & ((nch < 1) | (nch > 3)))
+    )
+    bkey = jnp.where(builtin == B_RANGE, gather(walk, parent, 0), walk)
+    cands.append(
+        Cand(
+            bad_bi, Code.TYPE, Type.BUILTIN_ARITY, line, col, (line, col, bkey, jnp.ones((n,), I32))
+        )
+    )
+    bad_arity = is_call & (callee >= 0) & ~call_ok
+    cands.append(
+        Cand(bad_arity, Code.TYPE, Type.ARITY, line, col, (line, col, walk, jnp.zeros((n,), I32)))
+    )
+    # flow(): each variable's sites must agree with its first definite type (walk order)
+    val_none = (pkind == Node.ASSIGN) | (pkind == Node.AUG_ASSIGN)
+    val_none = val_none & (gather(tv, value_child, BOT) == M_NONE)
+    s_site = is_store & ~val_none
+    a_site = is_arg & ~is_none  # annotated params are sites too (against their seed)
+    s_type = site_type(t, var)
+    s_rep = jnp.where(s_site, sc.rep, n)
+    a_rep = jnp.where(a_site, arg_param, n)
+    s_key = gather(walk, parent, 0) * (n + 1)
+    a_key = gather(walk, parent, 0) * (n + 1) + 1 + ci
+    definite = lambda m: (m == M_INT) | (m == M_BOOL) | (m == M_NONE)  # noqa: E731
+    sites_rep = jnp.concatenate(
+        [jnp.where(s_site & definite(s_type), s_rep, n), jnp.where(a_site & definite(tv), a_rep, n)]
+    )
+    sites_key = jnp.concatenate([s_key, a_key])
+    sites_m = jnp.concatenate([s_type, tv])
+    first_key = jnp.full((n + 1,), BIG, I32).at[sites_rep].min(sites_key)
+    is_first = (sites_rep < n) & (sites_key == first_key[sites_rep])
+    first_m = jnp.zeros((n + 1,), I32).at[jnp.where(is_first, sites_rep, n)].set(sites_m)[:n]
+    first_m = jnp.where(first_seed != BOT, first_seed, first_m)
+    bad = (sites_rep < n) & (sites_m != gather(first_m, sites_rep, BOT))
+    annotated = gather(ann_param, sites_rep, False)
+    bad_s, bad_a = bad[:n], bad[n:]
+    ann_s, ann_a = annotated[:n], annotated[n:]
+    vk_s = gather(walk, parent, 0)
+    cands += [
+        Cand(
+            bad_s & ~ann_s, Code.TYPE, Type.MIXED, line, col, (line, col, vk_s, jnp.ones((n,), I32))
+        ),
+        Cand(
+            bad_s & ann_s,
+            Code.TYPE,
+            Type.ANNOTATION_MISMATCH,
+            line,
+            col,
+            (line, col, vk_s, jnp.ones((n,), I32)),
+        ),
+        Cand(bad_a & ~ann_a, Code.TYPE, Type.MIXED, line, col, (line, col, vk_s, 2 + ci)),
+        Cand(
+            bad_a & ann_a, Code.TYPE, Type.ANNOTATION_MISMATCH, line, col, (line, col, vk_s, 2 + ci)
+        ),
+    ]
+    # returns: the same rule per function
+    r_m = jnp.where(nch > 0, gather(tv, c0, BOT), M_NONE)
+    r_site = is_ret & definite(r_m)
+    r_f = jnp.where(r_site, sc.fdef, n)
+    r_first_key = jnp.full((n + 1,), BIG, I32).at[r_f].min(walk)
+    r_first_m = (
+        jnp.zeros((n + 1,), I32)
+        .at[jnp.where(r_site & (walk == r_first_key[r_f]), r_f, n)]
+        .set(r_m)[:n]
+    )
+    r_first_m = jnp.where(ann_ret, seed_ret0, r_first_m)
+    r_bad = r_site & (r_m != gather(r_first_m, sc.fdef, BOT))
+    r_ann = gather(ann_ret, sc.fdef, False)
+    z = jnp.zeros((n,), I32)
+    cands += [
+        Cand(r_bad & ~r_ann, Code.TYPE, Type.RETURN_MISMATCH, line, col, (line, col, walk, z)),
+        Cand(r_bad & r_ann, Code.TYPE, Type.ANNOTATION_MISMATCH, line, col, (line, col, walk, z)),
+    ]
+    # a function returning int/bool must not reach its end
+    term = terminates(ast, sc)
+    body_term = gather(term, c1, False)
+    falls = is_fdef & ((ret == M_INT) | (ret == M_BOOL)) & ~body_term
+    cands.append(Cand(falls, Code.TYPE, Type.RETURN_MISMATCH, line, col, (line, col, walk, z - 1)))
+    err = pick(cands)
+    ret_final = jnp.where(ret == BOT, M_INT, ret)
+    return Types(t=t, var=var, ret=ret_final, terminates=term, err=err)
+
+
+def _fix(step, init, max_rounds):
+    """Iterate ``step`` on a tuple state until it stops changing (see tree_fixpoint)."""
+
+    def cond(c):
+        return c[1] & (c[2] < max_rounds)
+
+    def body(c):
+        x, _, k = c
+        for _ in range(3):
+            x = step(x)
+        y = step(x)
+        changed = jnp.bool_(False)
+        for a, b in zip(x, y, strict=True):
+            changed = changed | jnp.any(a != b)
+        return y, changed, k + 4
+
+    return lax.while_loop(cond, body, (init, jnp.bool_(True), jnp.int32(0)))[0]
+
+
+def terminates(ast, sc):
+    """term[i]: the statement (or statement list) i terminates, the reference's
+    ``_terminates``: a return; an if/else whose two branches terminate; ``while True:``
+    with no break of its own; a BLOCK holding such a statement.
+
+    Sequential equivalent: one post-order pass; here rounds of the parallel rule until
+    nothing changes (as many as the statement nesting depth).
+    """
+    kind, parent = ast.kind, ast.parent
+    n = kind.shape[0]
+    idx = jnp.arange(n, dtype=I32)
+    live = idx < ast.n_nodes
+    c0, c1, c2 = sc.child[:, 0], sc.child[:, 1], sc.child[:, 2]
+    own_break = (
+        jnp.zeros((n,), bool)
+        .at[jnp.where(live & (kind == Node.BREAK), sc.loop, n)]
+        .set(True, mode="drop")
+    )
+    t0 = c0
+    true_test = (
+        (gather(kind, t0, 0) == Node.CONSTANT)
+        & (gather(ast.op, t0, 0) == ConstKind.BOOL)
+        & (gather(ast.value, t0, 0) == 1)
+    )
+    always = live & ((kind == Node.RETURN) | ((kind == Node.WHILE) & true_test & ~own_break))
+    is_if3 = live & (kind == Node.IF) & (ast.n_children == 3)
+    is_block = live & (kind == Node.BLOCK)
+
+    def step(term):
+        any_child = (
+            jnp.zeros((n + 1,), bool)
+            .at[jnp.where(live & term, parent, n)]
+            .set(True, mode="drop")[:n]
+        )
+        return (
+            always
+            | (is_if3 & gather(term, c1, False) & gather(term, c2, False))
+            | (is_block & any_child)
+        )
+
+    return tree_fixpoint(step, always, 4 * n + 16)
