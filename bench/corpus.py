@@ -57,8 +57,22 @@ LIMITS = {
         max_nodes=1024, max_code=1024, max_funcs=32, max_locals=64, max_stack=512,
         max_depth=64, max_output=64, max_steps=1_000_000,
     ),
-    "examples": Limits(),
 }  # fmt: skip
+
+
+def _pow2(n: int) -> int:
+    return 1 << max(0, int(n) - 1).bit_length()
+
+
+def examples_limits(progs: list[dict]) -> Limits:
+    """DEFAULT limits with the source and token sizes cut to fit examples/*.py (the
+    bytes and tokens per program set the lexer's and parser's array sizes)."""
+    if not progs:
+        return Limits()
+    return Limits()._replace(
+        max_source_bytes=max(256, _pow2(max(p["n_bytes"] for p in progs))),
+        max_tokens=max(64, _pow2(max(p["n_tokens"] for p in progs) + 8)),
+    )
 
 
 def n_tokens(source: str) -> int:
@@ -304,7 +318,7 @@ def examples(root: str) -> list[dict]:
     for path in sorted(glob.glob(os.path.join(root, "examples", "*.py"))):
         with open(path) as f:
             source = f.read()
-        exp = _expect(source, None, LIMITS["examples"])
+        exp = _expect(source, None, Limits())  # same max_output as examples_limits
         progs.append(
             {
                 "name": os.path.basename(path),

@@ -45,8 +45,10 @@ import numpy as np  # noqa: E402
 from bench import baselines, report  # noqa: E402
 from bench import corpus as corpus_mod  # noqa: E402
 
-FULL_BATCHES = [1, 16, 256, 4096, 16384, 65536, 262144]
-QUICK_BATCHES = [1, 8, 32]
+# Each batch size is a new shape, i.e. a new XLA compile of every stage (tens of
+# seconds for the lexer): few sizes, a factor of 16 apart.
+FULL_BATCHES = [1, 16, 256, 4096, 65536, 262144]
+QUICK_BATCHES = [1, 16]
 
 
 class Entry(NamedTuple):
@@ -105,6 +107,8 @@ class Ctx:
         return self.args.batches
 
     def limits(self, size: str):
+        if size == "examples":
+            return corpus_mod.examples_limits(self.corpus.get("examples") or [])
         return corpus_mod.LIMITS[size]
 
     def progs(self, size: str, b: int) -> list[dict]:
@@ -570,7 +574,7 @@ def bench_memory(ctx: Ctx):
     peak bytes in use where the device reports it."""
     import jax
 
-    b_small, b_big = (8, 64) if ctx.quick else (256, 4096)
+    b_small, b_big = (1, 16) if ctx.quick else (256, 4096)  # shapes the sweeps compiled
     stages = []
     for size in ctx.sizes():
         lim = ctx.limits(size)
@@ -657,8 +661,11 @@ def bench_xla_compile(ctx: Ctx):
     """XLA compile time of the VM, the compiler and the whole loop (small programs), each
     in a fresh process: cold (empty persistent cache) and warm (the cache the cold run
     filled)."""
-    b = 8 if ctx.quick else 1024
+    b = 16 if ctx.quick else 1024
     for stage, needs in PROBES.items():
+        if ctx.quick and stage != "vm":  # a cold compile of the lexer takes ~1 min on a CPU
+            ctx.add(bench="xla_compile", variant=stage, note="skipped in --quick")
+            continue
         why = missing(needs)
         if why:
             ctx.add(bench="xla_compile", variant=stage, note="skipped: " + why)
@@ -853,7 +860,7 @@ def parse_args(argv=None):
     p.add_argument(
         "--quick", action="store_true", help="small batches and corpora (minutes on a CPU)"
     )
-    p.add_argument("--out", default=os.path.join(ROOT, "bench_out"), help="output directory")
+    p.add_argument("--out", default=os.path.join(ROOT, "bench", "results"), help="output directory")
     p.add_argument("--only", default="", help="comma-separated entry names (see --list)")
     p.add_argument("--skip", default="", help="comma-separated entry names not to run")
     p.add_argument("--list", action="store_true", help="list the entries and exit")
@@ -885,7 +892,7 @@ def parse_args(argv=None):
     a.repeats = a.repeats or (3 if q else 10)
     a.target_s = a.target_s or (0.3 if q else 2.0)
     a.max_call_s = a.max_call_s or (5.0 if q else 20.0)
-    a.entry_budget_s = a.entry_budget_s or (120.0 if q else 900.0)
+    a.entry_budget_s = a.entry_budget_s or (300.0 if q else 420.0)
     a.n_corpus = a.n_corpus or (32 if q else 512)
     a.out = os.path.abspath(a.out)
     return a
@@ -944,7 +951,7 @@ def main(argv=None) -> int:
         print(f"    ({time.perf_counter() - ctx.entry_t0:.1f} s)", flush=True)
     rows = report.merge_rows(os.path.join(args.out, "results.json"), meta, ctx.rows, set(names))
     report.write_json(os.path.join(args.out, "results.json"), meta, status=status,
-                      limits={k: v._asdict() for k, v in corpus_mod.LIMITS.items()}, rows=rows)  # fmt: skip
+                      limits={k: ctx.limits(k)._asdict() for k in corpus}, rows=rows)  # fmt: skip
     report.write_markdown(os.path.join(args.out, "results.md"), meta, rows)
     pngs = report.plots(args.out, meta, rows)
     print(
