@@ -56,14 +56,16 @@ class Entry(NamedTuple):
     needs: tuple[str, ...]  # modules that must import (with the attributes after ':')
     fn: Callable
     doc: str
+    quick: bool  # part of a plain --quick run (else only with --only)
 
 
 REGISTRY: dict[str, Entry] = {}
 
 
-def register(name: str, needs: tuple[str, ...] = ()):
+def register(name: str, needs: tuple[str, ...] = (), quick: bool = True):
     def deco(fn):
-        REGISTRY[name] = Entry(name, needs, fn, (fn.__doc__ or "").strip().splitlines()[0])
+        doc = (fn.__doc__ or "").strip().splitlines()[0]
+        REGISTRY[name] = Entry(name, needs, fn, doc, quick)
         return fn
 
     return deco
@@ -543,12 +545,12 @@ def bench_latency(ctx: Ctx):
         m2 = measure(cj, jax.device_put(args[:2]), ctx)
         ctx.add(bench="latency", size=size, batch=1, variant="compile on device",
                 seconds=m2["seconds"])  # fmt: skip
-        compiled = jitted.lower(*jax.device_put(args)).compile()
+        jax.block_until_ready(jitted(*jax.device_put(args)))  # the jit path, warm
         times = []
         for _ in range(max(3, ctx.args.repeats)):
             t0 = time.perf_counter()
             a, _ = _loop_inputs(ctx, size, 1)
-            out = jax.device_get(compiled(*jax.device_put(a)))
+            out = jax.device_get(jitted(*jax.device_put(a)))
             times.append(time.perf_counter() - t0)
         del out
         ctx.add(bench="latency", size=size, batch=1, variant="loop, host to host",
@@ -783,7 +785,12 @@ def bench_scaling(ctx: Ctx):
     size = "small"
     lim = ctx.limits(size)
     program = _reference_programs(ctx, size, b)[0]
-    loop_ok = missing(LOOP_NEEDS) is None
+    # on one device --quick leaves the loop out: it would only be one more long compile
+    loop_ok = missing(LOOP_NEEDS) is None and not (ctx.quick and len(devs) == 1)
+    if not loop_ok:
+        ctx.add(
+            bench="scaling_loop", note="skipped: " + (missing(LOOP_NEEDS) or "--quick, 1 device")
+        )
     if loop_ok:
         loop_args, want = _loop_inputs(ctx, size, b)
     for n in counts:
@@ -811,7 +818,7 @@ def bench_scaling(ctx: Ctx):
                     throughput=work / dt, unit=unit, **extra)  # fmt: skip
 
 
-@register("examples", needs=LOOP_NEEDS + ("jaxcc.vm:run",))
+@register("examples", needs=LOOP_NEEDS + ("jaxcc.vm:run",), quick=False)
 def bench_examples(ctx: Ctx):
     """examples/*.py compiled and run on the device as one batch; their output is
     compared with CPython's (a correctness check with a time)."""
@@ -915,7 +922,10 @@ def main(argv=None) -> int:
     os.makedirs(args.out, exist_ok=True)
     meta = report.meta(argv)
     print(f"jaxcc bench on {report.meta_line(meta)}", flush=True)
-    names = [n for n in (args.only.split(",") if args.only else REGISTRY) if n]
+    if args.only:
+        names = [n for n in args.only.split(",") if n]
+    else:
+        names = [n for n, e in REGISTRY.items() if e.quick or not args.quick]
     names = [n for n in names if n not in set(args.skip.split(","))]
     unknown = [n for n in names if n not in REGISTRY]
     if unknown:

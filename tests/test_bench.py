@@ -1,0 +1,102 @@
+"""bench/: the corpus is deterministic and correct, and `bench/run.py --quick` runs end to
+end in a subprocess and writes its JSON and markdown."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from bench import baselines, corpus, report
+from property_tests import oracle
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def test_corpus_is_deterministic_and_sized():
+    a = corpus.generate(3, "small", 6)
+    b = corpus.generate(3, "small", 6)
+    assert a == b
+    assert a != corpus.generate(4, "small", 6)
+    for size, target in corpus.SIZES.items():
+        progs = corpus.generate(1, size, 4, with_tests=False)
+        for p in progs:
+            assert 0.75 * target <= p["n_tokens"] <= 1.25 * target, (size, p["n_tokens"])
+            assert p["n_bytes"] <= corpus.LIMITS[size].max_source_bytes
+            assert p["n_tokens"] <= corpus.LIMITS[size].max_tokens
+
+
+def test_corpus_expectations_match_cpython():
+    # the expected result of each test is what CPython (int32 semantics) gives for the call
+    for p in corpus.generate(5, "medium", 4):
+        body = p["source"].rsplit("print(", 1)[0]
+        assert corpus.n_tokens(body) > 0
+        for t in p["tests"]:
+            call = f"{t['func']}({t['args'][0]}, {t['args'][1]})"
+            out, err = oracle.run(body + f"print({call})\n")
+            assert err == t["error"]
+            if err is None:
+                assert out == t["stdout"] + f"{t['result']}\n"
+        # plain CPython agrees on these programs (values stay far inside int32)
+        assert baselines.cpython_program(p) == all(t["error"] is None for t in p["tests"])
+
+
+def test_items_round_trip():
+    from jaxcc import isa
+
+    text = "1 True -3\nFalse\n7\n"
+    its = corpus.items(text)
+    assert isa.format_output([k for k, _ in its], [v for _, v in its], len(its)) == text
+
+
+def test_test_arrays_layout():
+    progs = corpus.generate(2, "small", 3)
+    t = baselines.test_arrays(progs)
+    assert t["args"].shape == (3, corpus.N_TESTS, 2)
+    assert t["expected"].shape == (3, corpus.N_TESTS)
+    assert [int(e) for e in t["entry"]] == [p["tests"][0]["entry"] for p in progs]
+
+
+def test_summary_picks_best_throughput():
+    rows = [
+        {"bench": "vm", "size": "small", "batch": 1, "seconds": 2.0, "throughput": 1.0},
+        {"bench": "vm", "size": "small", "batch": 16, "seconds": 2.0, "throughput": 8.0},
+        {"bench": "vm", "size": "small", "batch": 256, "seconds": 90.0, "throughput": 3.0},
+        {"bench": "lexer", "note": "skipped: no lexer"},
+    ]
+    s = report.summary(rows)
+    assert [(r["bench"], r.get("batch")) for r in s] == [("vm", 16), ("lexer", None)]
+    assert s[0]["latency_b1_s"] == 2.0
+    assert "| vm |" in report.markdown(s, report.SUMMARY_COLS)
+
+
+def test_run_quick_end_to_end(tmp_path):
+    out = tmp_path / "bench"
+    env = dict(os.environ, JAX_PLATFORMS="cpu", PYTHONPATH=ROOT)
+    cmd = [sys.executable, os.path.join(ROOT, "bench", "run.py"), "--quick", "--out", str(out),
+           "--only", "cpython,cpython_pool,reference,vm,nosuchstage_check", "--n-corpus", "8",
+           "--batches", "1,4"]  # fmt: skip
+    # an unknown entry name is refused before anything runs
+    proc = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2 and "unknown entries" in proc.stdout
+    cmd[cmd.index("--only") + 1] = "cpython,cpython_pool,reference,vm"
+    proc = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    data = json.loads((out / "results.json").read_text())
+    for key in ("device_kind", "jax", "jaxlib", "python", "date"):
+        assert data["meta"][key]
+    assert data["status"] == {
+        "cpython": "ok", "cpython_pool": "ok", "reference": "ok", "vm": "ok"
+    }  # fmt: skip
+    rows = {(r["bench"], r.get("batch")): r for r in data["rows"]}
+    assert rows[("cpython", 64)]["passed"] == 64  # the corpus is tiled to 64 programs
+    assert rows[("reference", 8)]["passed"] == 8
+    vm1, vm4 = rows[("vm", 1)], rows[("vm", 4)]
+    assert vm1["throughput"] > 0 and vm4["ok"] == 4 and vm4["steps_per_program"] > 5
+    assert vm4["bytes_per_program"] > 0
+    md = (out / "results.md").read_text()
+    assert data["meta"]["device_kind"] in md and "| cpython |" in md
+    assert proc.stdout.rstrip().splitlines()[-1].startswith("|")  # the table comes last
+    corp = json.loads((out / "corpus.json").read_text())
+    assert corp["meta"]["jax"] and len(corp["corpus"]["small"]) == 8
