@@ -470,25 +470,20 @@ def parse(
 
 
 def _lex(source: bytes, limits: Limits):
-    """Tokens of one program: the JAX lexer if present, else the host oracle."""
+    """Tokens of one program: the JAX lexer, or the host oracle if there is no lexer."""
     try:
-        from jaxcc.lexer import lex  # noqa: PLC0415
+        from jaxcc.lexer import encode, lex
     except ImportError:
-        lex = None
-    if lex is not None:
-        T = limits.max_source_bytes
-        buf = np.zeros(T, np.uint8)
-        buf[: len(source)] = np.frombuffer(source, np.uint8)[:T]
-        try:
-            return lex(jnp.asarray(buf), jnp.int32(len(source)), limits)
-        except TypeError:
-            pass
-    from jaxcc.reference.host_lex import host_lex  # noqa: PLC0415
+        from jaxcc.reference.host_lex import host_lex
 
-    return host_lex(source, limits)
+        return host_lex(source, limits)
+    buf, length = encode([source], limits)
+    return lex(buf[0], length[0], limits)
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, limits: Limits | None = None) -> int:
+    """``python -m jaxcc.parser FILE``: print ``ast.dump(..., indent=1)`` of the parsed
+    file (what ``ast.parse`` gives), or the error as CPython words it, exit status 1."""
     import ast  # noqa: PLC0415
 
     from jaxcc import limits as _limits  # noqa: PLC0415
@@ -502,7 +497,7 @@ def main(argv: list[str] | None = None) -> int:
     path = argv[0]
     with open(path, "rb") as f:
         source = f.read()
-    limits = _limits.CLI
+    limits = _limits.CLI if limits is None else limits
     tokens, lex_err = _lex(source, limits)
     tree, err = parse(tokens, limits, lex_err)
     code = int(err.code)
