@@ -352,11 +352,9 @@ def _cmd_dis(ns: argparse.Namespace) -> int:
         dbg = debug[0] if debug is not None else None
         sys.stderr.write(fmt.format_error(err, source, ns.file, dbg))
         return 1
-    from jaxcc import dis as jdis  # written separately; imported only when asked for
+    from jaxcc import dis as jdis  # imported only when asked for
 
-    text = jdis.dis(_lane(_to_numpy(program), 0), debug[0] if debug is not None else None)
-    if text is not None:
-        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    sys.stdout.write(jdis.format_dis(_lane(_to_numpy(program), 0), debug[0] if debug else None))
     return 0
 
 

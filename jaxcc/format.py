@@ -170,7 +170,8 @@ def describe(err, source="", debug=None, program=None) -> ErrorText | None:
     line, col = int(err.line), int(err.col)
     text = _source_line(source, line)
     exc = errors.EXCEPTION_NAME.get(code, "Error")
-    msg = _compile_message(code, detail, text, col)
+    given = _get(debug, "message")  # the reference compiler's exact text, when it has one
+    msg = given if isinstance(given, str) and given else _compile_message(code, detail, text, col)
     return ErrorText(exc, msg, line, col, "", False)
 
 
