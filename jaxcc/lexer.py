@@ -1,0 +1,868 @@
+"""The lexer: padded source bytes -> Tokens, as pure JAX array code (docs/lexer.md).
+
+``lex(source[B, N], length[B], limits)`` follows CPython 3.11's ``tokenize`` exactly on
+the subset (COMMENT and NL included) and reports the first error of each program, as
+``jaxcc.reference.host_lex`` does. Every step is a whole-array operation over the bytes
+of a program (vmapped over the batch): a DFA run by ``lax.associative_scan`` over
+composed transition functions, prefix sums/maxes for positions, brackets and lines,
+a sparse table + pointer jumping for the indentation stack, and a sort for interning.
+
+``python -m jaxcc.lexer [-e] FILE`` prints what ``python -m tokenize [-e] FILE`` prints.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from jaxcc import lexer_tables as LT
+from jaxcc.errors import Code, Error, Limit, Syntax, Unsupported
+from jaxcc.limits import DEFAULT, Limits
+from jaxcc.lexer_tables import C, S
+from jaxcc.tokens import N_RESERVED_NAMES, Tok, Tokens
+
+i32 = jnp.int32
+u32 = jnp.uint32
+_BIG = 1 << 30
+
+
+def _c(x, dtype=None):
+    return jnp.asarray(x, dtype)
+
+
+def _cummax(x):
+    return lax.cummax(x, axis=0)
+
+
+def _rcummin(x):
+    return lax.cummin(x, axis=0, reverse=True)
+
+
+def _shift_right(x, fill):
+    """y[i] = x[i-1], y[0] = fill."""
+    return jnp.concatenate([jnp.full((1,), fill, x.dtype), x[:-1]])
+
+
+def _shift_left(x, fill):
+    """y[i] = x[i+1], y[-1] = fill."""
+    return jnp.concatenate([x[1:], jnp.full((1,), fill, x.dtype)])
+
+
+def _at(x, i, fill=0):
+    """x[i] with i possibly out of [0, len): fill there (gathers clamp otherwise)."""
+    n = x.shape[0]
+    ok = (i >= 0) & (i < n)
+    return jnp.where(ok, x[jnp.clip(i, 0, n - 1)], jnp.asarray(fill, x.dtype))
+
+
+# --------------------------------------------------------------------------- DFA
+
+
+def _dfa_states(cls):
+    """State of the restart DFA after each byte.
+
+    Equivalent sequential Python::
+
+        s, out = S0, []
+        for c in cls:
+            s = TRANS[c, s]
+            out.append(s)
+
+    Each byte's transition function is a vector f[s] = TRANS[c, s]; composition
+    (f then g)[s] = g[f[s]] is associative, so an associative scan of the vectors gives
+    every prefix composition, and entry S0 of the prefix is the state.
+    """
+    f = _c(LT.TRANS)[cls]  # Int8[N, S]
+
+    def compose(a, b):  # a earlier, b later
+        return jnp.take_along_axis(b, a.astype(jnp.int32), axis=-1)
+
+    prefix = lax.associative_scan(compose, f, axis=0)
+    return prefix[:, 0].astype(i32)
+
+
+def _indent_columns(b, is_line_start):
+    """Column reached after each byte of leading whitespace (tabs to multiples of 8,
+    form feed resets), per line.
+
+    Equivalent sequential Python (tokenize's loop), evaluated at every byte::
+
+        col = 0
+        for i, ch in enumerate(b):
+            if is_line_start[i]: col = 0
+            if ch == ' ': col += 1
+            elif ch == '\\t': col = (col // 8 + 1) * 8
+            elif ch == '\\f': col = 0
+            out[i] = col     # meaningful only inside leading whitespace
+
+    A byte is a map x -> x + a (m=0), x -> 8*((x + a)//8) + c (m=1) or x -> c (m=2);
+    this family is closed under composition, so an associative scan composes them.
+    """
+    sp = b == ord(" ")
+    tab = b == ord("\t")
+    m = jnp.where(sp, 0, jnp.where(tab, 1, 2)).astype(i32)
+    a = jnp.where(sp, 1, 0).astype(i32)
+    c = jnp.where(tab, 8, 0).astype(i32)
+    # a line start applies its map to 0: a constant, which forgets what came before
+    c = jnp.where(is_line_start & sp, 1, c)
+    m = jnp.where(is_line_start, 2, m)
+
+    def apply(m2, a2, c2, x):
+        return jnp.where(m2 == 0, x + a2, jnp.where(m2 == 1, 8 * ((x + a2) // 8) + c2, c2))
+
+    def compose(f, g):
+        fm, fa, fc = f
+        gm, ga, gc = g
+        # f constant: constant g(f)
+        k_const = apply(gm, ga, gc, fc)
+        rm = jnp.where((gm == 2) | (fm == 2), 2, jnp.where((fm == 0) & (gm == 0), 0, 1))
+        ra = jnp.where(fm == 0, fa + ga, fa)
+        rc1 = jnp.where(
+            (fm == 0) & (gm == 1), gc, jnp.where(gm == 0, fc + ga, 8 * ((fc + ga) // 8) + gc)
+        )
+        rc = jnp.where(gm == 2, gc, jnp.where(fm == 2, k_const, rc1))
+        ra = jnp.where(rm == 2, 0, ra)
+        return rm, ra, rc
+
+    _, _, col = lax.associative_scan(compose, (m, a, c), axis=0)
+    return col
+
+
+# --------------------------------------------------------------------------- one program
+
+
+class _Ev(NamedTuple):
+    """Attributes of the tokens an event emits (per byte or per statement line)."""
+
+    kind: object
+    start: object
+    end: object
+    line: object
+    col: object
+    end_line: object
+    end_col: object
+    value: object
+
+
+def _bounds(is_start, idx, n):
+    """Start of the token holding each byte, and one past the end of each token (at its
+    start): a prefix max and a reverse prefix min of the start positions."""
+    tok_start = _cummax(jnp.where(is_start, idx, 0))
+    nxt = _rcummin(jnp.where(is_start, idx, n))
+    tok_end = jnp.where(idx >= n, n, _shift_left(nxt, n))
+    return tok_start, tok_end
+
+
+def _lex_one(src, length, limits: Limits):
+    N = src.shape[0]
+    T = limits.max_tokens
+    K = T + 2  # statement lines kept (each but the last ends with a NEWLINE token)
+    idx = jnp.arange(N, dtype=i32)
+    length = jnp.asarray(length, i32)
+    n = jnp.minimum(length, N)
+    valid = idx < n
+    b = jnp.where(valid, src.astype(i32), LT.PAD_BYTE)  # Int32[N]
+    cls = _c(LT.BYTE_CLASS)[b]
+    b_next = _shift_left(b, LT.PAD_BYTE)
+    b_next2 = _shift_left(b_next, LT.PAD_BYTE)
+    b_prev = _shift_right(b, LT.PAD_BYTE)
+    is_word = (cls >= C.D0) & (cls <= C.LET)
+
+    # ---- the DFA: token boundaries
+    state = _dfa_states(cls)
+    state_before = _shift_right(state, S.S0)
+    restart = _c(LT.RESTART)[state_before, cls]
+    dfa_start = restart & valid
+    tok_start, tok_end = _bounds(dfa_start, idx, n)
+
+    # numbers: tokenize's NUMBER ends at the last Int-accepting byte of the DFA's token
+    # (regex alternation, not maximal munch); float and imaginary literals are errors
+    ia = _c(LT.INT_ACCEPT)[state] & valid
+    fa = _c(LT.FLOAT_ACCEPT)[state] & valid
+    im = (state == S.IMAG) & valid
+    last = jnp.maximum(tok_end - 1, 0)
+    ia_last = _cummax(jnp.where(ia, idx + 1, 0))
+    fa_last = _cummax(jnp.where(fa, idx, -1))
+    im_last = _cummax(jnp.where(im, idx, -1))
+    t_num = dfa_start & (cls >= C.D0) & (cls <= C.D89)
+    m_end = jnp.where(t_num, ia_last[last], 0)  # for a number token start: its NUMBER's end
+    n_imag = t_num & (im_last[last] >= idx)
+    n_float = t_num & ~n_imag & (fa_last[last] >= idx)
+    # what follows a NUMBER cut short is a NAME (`0or` is NUMBER 0, NAME or): it starts a
+    # token, and the DFA's starts inside that word are dropped
+    is_letter = (cls >= C.HEXL) & (cls <= C.LET)
+    split = t_num & ~n_imag & ~n_float & (m_end < tok_end)
+    split_at = jnp.zeros(N + 1, bool).at[jnp.where(split, m_end, N)].set(True)[:N]
+    split_at = split_at & is_letter
+    word_end = _rcummin(jnp.where(is_word & valid, N + 1, idx))
+    word_end = jnp.minimum(word_end, n)
+    sp_cover = _cummax(jnp.where(split_at, word_end, 0))  # inside a split word: idx < this
+    sp_from = _cummax(jnp.where(split_at, idx, -1))
+    inside = (idx > sp_from) & (idx < sp_cover)
+    is_start = (dfa_start & ~inside) | split_at
+    tok_start, tok_end = _bounds(is_start, idx, n)
+    first_cls = cls[tok_start]
+    last_b = _at(b, tok_end - 1, LT.PAD_BYTE)
+
+    # ---- lines
+    is_nl = (b == ord("\n")) & valid
+    n_nl_before = jnp.cumsum(is_nl.astype(i32)) - is_nl.astype(i32)
+    line_no = n_nl_before + 1
+    is_ls = valid & ((idx == 0) | (b_prev == ord("\n")))
+    line_start = _cummax(jnp.where(is_ls, idx, 0))
+    col = idx - line_start
+
+    # ---- token classification (per token start)
+    t_name = is_start & (cls >= C.HEXL) & (cls <= C.LET)
+    t_comment = is_start & (cls == C.HASH)
+    tok_len = tok_end - idx
+    t_newline = is_start & ((cls == C.NL) | ((cls == C.CR) & (tok_len == 2)))
+    t_cont = is_start & (cls == C.BSL) & (last_b == ord("\n"))
+    t_bsl_bad = is_start & (cls == C.BSL) & (last_b != ord("\n"))
+    t_op = is_start & (cls >= C.STAR) & (cls <= C.OP1) & (cls != C.DOT)
+    t_dot = is_start & (cls == C.DOT)
+    t_quote = is_start & (cls == C.QUOTE)
+    t_bad = is_start & (cls == C.BAD)
+
+    # brackets and continuation decide which lines start statements
+    opens = is_start & ((b == ord("(")) | (b == ord("[")) | (b == ord("{")))
+    closes = is_start & ((b == ord(")")) | (b == ord("]")) | (b == ord("}")))
+    delta = opens.astype(i32) - closes.astype(i32)
+    paren_incl = jnp.cumsum(delta)
+    paren_before = paren_incl - delta
+    paren_final = paren_incl[-1]
+    # the '\n' before a line start belongs to a continuation token
+    cont_line = _shift_right(is_nl & (first_cls == C.BSL), False)
+    is_stmt_mode = is_ls & (paren_before == 0) & ~cont_line  # tokenize's "new statement"
+
+    # first byte not in [ \t\f] from each byte on (n when none)
+    ws3 = (b == ord(" ")) | (b == ord("\t")) | (b == ord("\f"))
+    first_nonws = _rcummin(jnp.where(ws3 & valid, N + 1, idx))
+    first_nonws = jnp.minimum(first_nonws, n)
+    pos = first_nonws  # at line starts: tokenize's `pos`
+    pos_b = _at(b, pos, LT.PAD_BYTE)
+    blank = (pos >= n) | (pos_b == ord("#")) | (pos_b == ord("\r")) | (pos_b == ord("\n"))
+    colmap = _indent_columns(b, is_ls)
+    column = jnp.where(pos > idx, _at(colmap, pos - 1, 0), 0)
+    stmt_line = is_stmt_mode & ~blank  # lines that take part in indentation
+    line_blank_stmt = (is_stmt_mode & blank)[line_start]  # per byte: its line is a blank one
+
+    # ---- the indentation stack over statement lines (compacted to K slots)
+    sidx = jnp.cumsum(stmt_line.astype(i32)) - 1
+    n_stmt = jnp.minimum(sidx[-1] + 1, K)
+    tgt = jnp.where(stmt_line, sidx, K)
+    k_pos = jnp.zeros(K, i32).at[tgt].set(pos, mode="drop")
+    k_col = jnp.full(K, _BIG, i32).at[tgt].set(column, mode="drop")
+    k_ls = jnp.zeros(K, i32).at[tgt].set(idx, mode="drop")
+    k_line = jnp.zeros(K, i32).at[tgt].set(line_no, mode="drop")
+    kk = jnp.arange(K, dtype=i32)
+    k_ok = kk < n_stmt
+    ind = _indent_stack(k_col, k_ok, limits.max_indent)
+    k_prev_col = _shift_right(k_col, 0)
+    k_indent = k_ok & (k_col > k_prev_col)
+    k_dedent = k_ok & (k_col < k_prev_col)
+    k_n_ded = jnp.where(k_dedent, _shift_right(ind.depth, 0) - ind.depth, 0)
+    k_bad_dedent = k_dedent & ind.mismatch
+    k_too_deep = k_indent & (ind.depth > limits.max_indent)
+    k_count = jnp.where(k_indent, 1, k_n_ded)
+    depth_final = jnp.where(n_stmt > 0, _at(ind.depth, n_stmt - 1, 0), 0)
+
+    # per byte: tokens the statement line at this byte emits before its first token
+    cnt_line = jnp.zeros(N + 1, i32).at[jnp.where(k_ok, k_pos, N + 1)].add(k_count, mode="drop")[:N]
+
+    # ---- numbers: values
+    b1 = b_next | 0x20
+    prefixed = (b == ord("0")) & ((b1 == ord("x")) | (b1 == ord("o")) | (b1 == ord("b")))
+    prefixed = prefixed & (m_end > idx + 1)
+    base_ix = jnp.where(prefixed, jnp.where(b1 == ord("x"), 1, jnp.where(b1 == ord("o"), 2, 3)), 0)
+    # per byte: the number token it belongs to
+    s_of = tok_start
+    num_of = t_num[s_of]
+    me_of = m_end[s_of]
+    pre_of = prefixed[s_of]
+    base_of = base_ix[s_of]
+    in_m = num_of & (idx < me_of) & (idx >= s_of + jnp.where(pre_of, 2, 0)) & (b != ord("_"))
+    dig = _c(LT.DIGIT_VALUE)[b]
+    dc = jnp.cumsum(in_m.astype(i32))  # digits up to and including i
+    e_after = _at(dc, me_of - 1, 0) - dc  # digits of the literal after this one
+    pw = _c(LT.POW)[base_of, jnp.minimum(e_after, 32)]
+    contrib = jnp.where(in_m, dig.astype(u32) * pw, _c(0, u32))
+    vc = jnp.cumsum(contrib, dtype=u32)
+    vc_before = _shift_right(vc, _c(0, u32))
+    value_u = _at(vc, m_end - 1, 0).astype(u32) - vc_before
+    nz = _rcummin(jnp.where(in_m & (dig > 0), idx, _BIG))
+    p1 = nz
+    has_sig = p1 < m_end
+    sig = jnp.where(has_sig, _at(dc, m_end - 1, 0) - _at(dc, p1, 0) + 1, 0)
+    d1 = _at(dig, p1, 0)
+    lim = _c(LT.SIG_LIMIT)[base_ix]
+    too_big = (sig > lim) | (
+        (sig == lim) & ((_c(LT.LEAD_CHECK)[base_ix] & (d1 >= 3)) | (value_u > _c(2**31, u32)))
+    )
+    num_value = lax.bitcast_convert_type(value_u, i32)
+    # a NUMBER glued to a digit, or to a name that is not a keyword (host_lex: `1if` is
+    # fine, `1x` and `007` are not); an unsupported keyword reports itself instead
+    nxt_digit = _at((cls >= C.D0) & (cls <= C.D89), m_end, False)
+
+    # ---- names: exact keyword lookup for names of <= 8 bytes
+    w = [_at(b, idx + k, 0) for k in range(8)]
+    w = [jnp.where(k < tok_len, w[k], 0).astype(u32) for k in range(8)]
+    w0 = w[0] | (w[1] << 8) | (w[2] << 16) | (w[3] << 24)
+    w1 = w[4] | (w[5] << 8) | (w[6] << 16) | (w[7] << 24)
+    slot = LT.word_slot(w0, w1, tok_len, LT.WORD_MUL0, LT.WORD_MUL1, xp=jnp)
+    word_hit = (
+        (tok_len <= 8)
+        & (_c(LT.WORD_LEN)[slot] == tok_len)
+        & (_c(LT.WORD_W0)[slot] == w0)
+        & (_c(LT.WORD_W1)[slot] == w1)
+    )
+    word_kind = jnp.where(word_hit, _c(LT.WORD_KIND)[slot], 0)
+    word_val = _c(LT.WORD_VALUE)[slot]
+    n_kw = t_name & (word_kind == LT.WORD_KIND_KEYWORD)
+    n_unsup = t_name & (word_kind == LT.WORD_KIND_UNSUPPORTED)
+    n_reserved = t_name & (word_kind == LT.WORD_KIND_RESERVED)
+    n_user = t_name & (word_kind == 0)
+
+    # ---- operators
+    o_len = jnp.minimum(tok_len, 3)
+    bb0 = jnp.clip(b, 0, 127)
+    bb1 = jnp.clip(b_next, 0, 127)
+    op_kind = jnp.where(
+        o_len == 1,
+        _c(LT.OP_KIND1)[bb0],
+        jnp.where(o_len == 2, _c(LT.OP_KIND2)[bb0 * 128 + bb1], _c(LT.OP_KIND3)[bb0]),
+    )
+    op_err = jnp.where(
+        o_len == 1,
+        _c(LT.OP_ERR1)[bb0],
+        jnp.where(o_len == 2, _c(LT.OP_ERR2)[bb0 * 128 + bb1], _c(LT.OP_ERR3)[bb0]),
+    )
+
+    # ---- strings (errors): where tokenize's STRING starts and how it ends
+    bs = valid & (b == ord("\\"))
+    lnb = _cummax(jnp.where(bs, -1, idx))  # last non-backslash at or before i
+    escaped = _shift_right(((idx - lnb) % 2) == 1, False)  # odd backslash run before i
+    sq, dq = ord("'"), ord('"')
+    uq_s = valid & (b == sq) & ~escaped
+    uq_d = valid & (b == dq) & ~escaped
+    nxt_uq_s = _rcummin(jnp.where(uq_s, idx, _BIG))
+    nxt_uq_d = _rcummin(jnp.where(uq_d, idx, _BIG))
+    nxt_tri_s = _rcummin(jnp.where(uq_s & (b_next == sq) & (b_next2 == sq), idx, _BIG))
+    nxt_tri_d = _rcummin(jnp.where(uq_d & (b_next == dq) & (b_next2 == dq), idx, _BIG))
+    nl_next = _rcummin(jnp.where(is_nl | ~valid, idx, n))  # the '\n' ending i's line (or n)
+    is_sq = b == sq
+    tri = (b_next == b) & (b_next2 == b)
+    close1 = jnp.where(is_sq, _at(nxt_uq_s, idx + 1, _BIG), _at(nxt_uq_d, idx + 1, _BIG))
+    closed = close1 < nl_next
+    tri_close = jnp.where(is_sq, _at(nxt_tri_s, idx + 3, _BIG), _at(nxt_tri_d, idx + 3, _BIG))
+    e_nl = nl_next
+    bm1, bm2 = _at(b, e_nl - 1, 0), _at(b, e_nl - 2, 0)
+    em1, em2 = _at(escaped, e_nl - 1, True), _at(escaped, e_nl - 2, True)
+    cont = (e_nl < n) & (
+        ((bm1 == ord("\\")) & ~em1) | ((bm1 == ord("\r")) & (bm2 == ord("\\")) & ~em2)
+    )
+    # a continued string goes on over lines until one holds its quote (STRING) or does
+    # not end in a backslash (tokenize: ERRORTOKEN) or the file ends (TokenError)
+    ln_end = nl_next
+    raw_bsl = (ln_end < n) & (
+        (_at(b, ln_end - 1, 0) == ord("\\"))
+        | ((_at(b, ln_end - 1, 0) == ord("\r")) & (_at(b, ln_end - 2, 0) == ord("\\")))
+    )
+    has_s = nxt_uq_s < ln_end
+    has_d = nxt_uq_d < ln_end
+    stop_s = _rcummin(jnp.where(is_ls & (has_s | ~raw_bsl), idx, _BIG))
+    stop_d = _rcummin(jnp.where(is_ls & (has_d | ~raw_bsl), idx, _BIG))
+    stop = jnp.where(is_sq, _at(stop_s, e_nl + 1, _BIG), _at(stop_d, e_nl + 1, _BIG))
+    stop_has = jnp.where(is_sq, _at(has_s, stop, False), _at(has_d, stop, False))
+    prev_s = _at(tok_start, idx - 1, 0)
+    prev_name = (idx > 0) & _at(t_name, prev_s, False) & (_at(tok_end, prev_s, 0) == idx)
+    plen = idx - prev_s
+    pc0 = _at(b, prev_s, 0) | 0x20
+    pc1 = _at(b, prev_s + 1, 0) | 0x20
+    one = (pc0 == ord("r")) | (pc0 == ord("u")) | (pc0 == ord("f")) | (pc0 == ord("b"))
+    two = (((pc0 == ord("b")) | (pc0 == ord("f"))) & (pc1 == ord("r"))) | (
+        (pc0 == ord("r")) & ((pc1 == ord("b")) | (pc1 == ord("f")))
+    )
+    has_prefix = prev_name & (((plen == 1) & one) | ((plen == 2) & two))
+    single_cont = ~tri & ~closed & cont
+    str_at = jnp.where(has_prefix & (tri | closed | cont), prev_s, idx)
+    E_STR = Code.UNSUPPORTED * 64 + Unsupported.STRING
+    E_EOFM = Code.SYNTAX * 64 + Syntax.EOF_IN_MULTILINE
+    str_err = jnp.where(
+        tri,
+        jnp.where(tri_close < _BIG, E_STR, E_EOFM),
+        jnp.where(
+            single_cont,
+            jnp.where(
+                stop >= _BIG,
+                E_EOFM,
+                jnp.where(stop_has, E_STR, Code.SYNTAX * 64 + Syntax.INVALID_CHARACTER),
+            ),
+            E_STR,
+        ),
+    )
+
+    # ---- per-byte token kinds and values (for emitted tokens)
+    nl_kind = jnp.where((paren_before > 0) | line_blank_stmt, Tok.NL, Tok.NEWLINE)
+    kind = jnp.where(t_name, jnp.where(n_kw, word_val, Tok.NAME), 0)
+    kind = jnp.where(t_num, Tok.NUMBER, kind)
+    kind = jnp.where(t_comment, Tok.COMMENT, kind)
+    kind = jnp.where(t_newline, nl_kind, kind)
+    kind = jnp.where(t_op, op_kind, kind)
+    emit = (kind > 0) & is_start
+    real_end = jnp.where(t_num, m_end, tok_end)
+    value = jnp.where(t_num, num_value, jnp.where(n_reserved, word_val, 0))
+
+    # ---- token-level errors (at their event byte): code * 64 + detail, 0 = none
+    E_INVCH = Code.SYNTAX * 64 + Syntax.INVALID_CHARACTER
+    err = jnp.zeros(N, i32)
+    err = jnp.where(t_bad | t_bsl_bad, E_INVCH, err)
+    err = jnp.where(t_op & (op_kind == 0), op_err, err)
+    dot_detail = jnp.where(
+        im_last[last] >= idx,
+        Unsupported.IMAGINARY,
+        jnp.where(
+            fa_last[last] >= idx,
+            Unsupported.FLOAT,
+            jnp.where(
+                (b_next == ord(".")) & (b_next2 == ord(".")),
+                Unsupported.ELLIPSIS,
+                Unsupported.ATTRIBUTE,
+            ),
+        ),
+    )
+    err = jnp.where(t_dot, Code.UNSUPPORTED * 64 + dot_detail, err)
+    err = jnp.where(n_unsup, Code.UNSUPPORTED * 64 + Unsupported.KEYWORD, err)
+    num_err = jnp.where(
+        n_imag,
+        Code.UNSUPPORTED * 64 + Unsupported.IMAGINARY,
+        jnp.where(
+            n_float,
+            Code.UNSUPPORTED * 64 + Unsupported.FLOAT,
+            jnp.where(too_big, Code.LIMIT * 64 + Limit.INT_LITERAL, 0),
+        ),
+    )
+    err = jnp.where(t_num, num_err, err)
+    emit = emit & (err == 0)
+    # error keys: 4*byte + 0 line-level, + 2 token-level (a number glued to a word: +2
+    # at the word's byte, losing ties to that word's own error)
+    key_tok = jnp.where(err != 0, 4 * idx + 2, _BIG)
+    nxt_name = _at(t_name & (word_kind != LT.WORD_KIND_KEYWORD), m_end, False)
+    gl = t_num & (num_err == 0) & ~n_imag & ~n_float & (nxt_digit | nxt_name)
+    key_gl = jnp.where(gl, 4 * m_end + 2, _BIG)
+    key_str = jnp.where(t_quote, 4 * str_at + 2, _BIG)
+
+    # ---- EOF
+    n_nl_total = jnp.sum(is_nl.astype(i32))
+    last_b_file = _at(b, n - 1, ord("\n"))
+    partial = (n > 0) & (last_b_file != ord("\n"))
+    ls_last = _at(line_start, n - 1, 0)
+    last_stmt_mode = _at(is_stmt_mode, ls_last, False)
+    last_pos = _at(pos, ls_last, n)
+    ws_only_break = partial & last_stmt_mode & (last_pos >= n)
+    l_end = n_nl_total + 1 + (partial & ~ws_only_break).astype(i32)
+    strip_ws = ws3 | (b == 0x0B) | ((b >= 0x1C) & (b <= 0x1F)) | (b == ord("\r"))
+    first_nonstrip = _rcummin(jnp.where(strip_ws & valid, _BIG, idx))
+    last_is_comment = _at(b, _at(first_nonstrip, ls_last, _BIG), 0) == ord("#")
+    eof_nl = partial & last_stmt_mode & (_at(b, last_pos, 0) == ord("#"))
+    eof_newline = partial & ~ws_only_break & (last_b_file != ord("\r")) & ~last_is_comment
+    ends_cont = (n > 0) & (last_b_file == ord("\n")) & _at(first_cls == C.BSL, n - 1, False)
+    eof_err = (paren_final != 0) | ends_cont
+    last_len = n - ls_last
+    eof_count = eof_nl.astype(i32) + eof_newline.astype(i32) + depth_final + 1
+
+    # ---- the first error
+    k_err_key = jnp.where(k_ok & (k_bad_dedent | k_too_deep), 4 * k_pos + 0, _BIG)
+    keys = [jnp.min(key_tok), jnp.min(key_str), jnp.min(key_gl), jnp.min(k_err_key)]
+    keys.append(jnp.where(eof_err, 4 * n + 0, _BIG))
+    # ties: token error < string < glued number (strings and glued words share bytes)
+    e_key = _c(_BIG, i32)
+    which = _c(-1, i32)
+    for j, kj in enumerate(keys):  # strict: on a tie the earlier kind wins
+        better = kj < e_key
+        e_key = jnp.where(better, kj, e_key)
+        which = jnp.where(better, j, which)
+    has_err = e_key < _BIG
+    i_tok = jnp.argmin(key_tok)
+    i_str = jnp.argmin(key_str)
+    i_gl = jnp.argmin(key_gl)
+    i_k = jnp.argmin(k_err_key)
+    e_code_d = jnp.select(
+        [which == 0, which == 1, which == 2, which == 3, which == 4],
+        [
+            err[i_tok],
+            str_err[i_str],
+            _c(Code.SYNTAX * 64 + Syntax.INVALID_NUMBER, i32),
+            jnp.where(
+                k_bad_dedent[i_k],
+                Code.INDENTATION * 64 + Syntax.UNINDENT_MISMATCH,
+                Code.LIMIT * 64 + Limit.INDENT_DEPTH,
+            ),
+            _c(Code.SYNTAX * 64 + Syntax.EOF_IN_MULTILINE, i32),
+        ],
+        0,
+    )
+    i_k_pos = k_pos[i_k]
+    e_byte = jnp.select(
+        [which == 0, which == 1, which == 2, which == 3], [i_tok, str_at[i_str], i_gl, i_k_pos], 0
+    )
+    e_line = jnp.where(which == 4, l_end, _at(line_no, e_byte, 0))
+    e_col = jnp.select(
+        [which == 3, which == 4],
+        [
+            jnp.where(k_bad_dedent[i_k], jnp.maximum(i_k_pos - k_ls[i_k] - 1, 0), 0),
+            0,
+        ],
+        _at(col, e_byte, 0),
+    )
+
+    # ---- token order: events keyed 4*byte + 1 (line tokens) and + 2 (a token)
+    cnt_tok = emit.astype(i32)
+    per_byte = cnt_line + cnt_tok
+    base = jnp.cumsum(per_byte) - per_byte
+    total_bytes = jnp.sum(per_byte)
+    # tokens strictly before the error event
+    eb = e_key // 4
+    esub = e_key % 4
+    before_err = jnp.where(
+        e_key >= 4 * n,
+        total_bytes,
+        _at(base, eb, 0) + jnp.where(esub >= 2, _at(cnt_line, eb, 0), 0),
+    )
+    n_emit = jnp.where(has_err, before_err, total_bytes + eof_count)
+    # the token limit: the first token that does not fit is the error
+    over = n_emit > T
+
+    # ---- fill the T+1 output slots: each slot finds the event covering it
+    TS = T + 1
+    slots = jnp.arange(TS, dtype=i32)
+    tok_base = base + cnt_line
+    ev_type = jnp.zeros(TS, i32)
+    ev_id = jnp.zeros(TS, i32)
+    marker = jnp.full(TS, -1, i32)
+
+    def put(ev_type, ev_id, marker, bases, ok, typ, ids):
+        tgt = jnp.where(ok, bases, TS)
+        ev_type = ev_type.at[tgt].set(typ, mode="drop")
+        ev_id = ev_id.at[tgt].set(ids, mode="drop")
+        marker = marker.at[tgt].set(bases, mode="drop")
+        return ev_type, ev_id, marker
+
+    k_base = _at(base, k_pos, 0)
+    ev_type, ev_id, marker = put(ev_type, ev_id, marker, k_base, k_ok & (k_count > 0), 1, kk)
+    ev_type, ev_id, marker = put(ev_type, ev_id, marker, tok_base, emit, 2, idx)
+    ev_type, ev_id, marker = put(
+        ev_type, ev_id, marker, total_bytes[None], ~has_err[None], 3, jnp.zeros(1, i32)
+    )
+    cover = _cummax(marker)
+    typ = jnp.where(cover >= 0, ev_type[jnp.maximum(cover, 0)], 0)
+    eid = ev_id[jnp.maximum(cover, 0)]
+    off = slots - cover
+
+    # line events
+    kid = jnp.clip(eid, 0, K - 1)
+    l_ind = k_indent[kid]
+    l_line = k_line[kid]
+    l_pos = k_pos[kid]
+    l_pcol = l_pos - k_ls[kid]
+    line_ev = _Ev(
+        kind=jnp.where(l_ind, Tok.INDENT, Tok.DEDENT),
+        start=jnp.where(l_ind, k_ls[kid], l_pos),
+        end=l_pos,
+        line=l_line,
+        col=jnp.where(l_ind, 0, l_pcol),
+        end_line=l_line,
+        end_col=l_pcol,
+        value=jnp.zeros(TS, i32),
+    )
+    # token events
+    tid = jnp.clip(eid, 0, N - 1)
+    t_s = tid
+    t_e = real_end[tid]
+    t_line = line_no[tid]
+    t_col = col[tid]
+    tok_ev = _Ev(
+        kind=kind[tid],
+        start=t_s,
+        end=t_e,
+        line=t_line,
+        col=t_col,
+        end_line=t_line,
+        end_col=t_col + t_e - t_s,
+        value=value[tid],
+    )
+    # EOF events: [NL ''] [NEWLINE ''] DEDENT* ENDMARKER
+    o_nl = eof_nl.astype(i32)
+    o_nw = o_nl + eof_newline.astype(i32)
+    o_dd = o_nw + depth_final
+    e_kind = jnp.where(
+        off < o_nl,
+        Tok.NL,
+        jnp.where(off < o_nw, Tok.NEWLINE, jnp.where(off < o_dd, Tok.DEDENT, Tok.ENDMARKER)),
+    )
+    at_last = off < o_nw
+    last_line_no = n_nl_total + 1
+    # host_lex's byte offset of (l_end, 0): the start of that line when it exists
+    eof_at = jnp.where(ws_only_break, ls_last, n)
+    eof_ev = _Ev(
+        kind=e_kind,
+        start=jnp.where(at_last, n, eof_at),
+        end=jnp.where(at_last, n, eof_at),
+        line=jnp.where(at_last, last_line_no, l_end),
+        col=jnp.where(at_last, last_len, 0),
+        end_line=jnp.where(at_last, last_line_no, l_end),
+        end_col=jnp.where(at_last, last_len + jnp.where(off >= o_nl, 1, 0), 0),
+        value=jnp.zeros(TS, i32),
+    )
+    live = slots < n_emit
+    fields = []
+    for f_line, f_tok, f_eof in zip(line_ev, tok_ev, eof_ev):
+        v = jnp.where(typ == 1, f_line, jnp.where(typ == 2, f_tok, f_eof))
+        fields.append(jnp.where(live, v, 0).astype(i32))
+    out = _Ev(*fields)
+
+    # the token limit error at token T (if it comes before any other error)
+    over_line = out.line[T]
+    over_col = out.col[T]
+    n_tokens = jnp.minimum(n_emit, T)
+
+    # ---- interning user names (values of NAME tokens in the first T slots)
+    value_out = _intern(
+        out, typ, eid, b, idx, is_start, t_name & n_user, tok_start, tok_end, tok_base, N, T
+    )
+    value_out = jnp.where(live & (typ == 2) & n_user[tid], value_out, out.value)
+
+    # ---- error, with the global checks first
+    non_ascii = valid & (src.astype(i32) >= 0x80)
+    na_any = jnp.any(non_ascii)
+    na_i = jnp.argmax(non_ascii)
+    too_long = length > N
+    code_d = jnp.where(has_err, e_code_d, jnp.where(over, Code.LIMIT * 64 + Limit.TOKENS, 0))
+    e_line = jnp.where(has_err, e_line, jnp.where(over, over_line, 0))
+    e_col = jnp.where(has_err, e_col, jnp.where(over, over_col, 0))
+    code_d = jnp.where(na_any, Code.UNSUPPORTED * 64 + Unsupported.NON_ASCII, code_d)
+    e_line = jnp.where(na_any, line_no[na_i], e_line)
+    e_col = jnp.where(na_any, col[na_i], e_col)
+    code_d = jnp.where(too_long, Code.LIMIT * 64 + Limit.SOURCE_BYTES, code_d)
+    e_line = jnp.where(too_long, 1, e_line)
+    e_col = jnp.where(too_long, 0, e_col)
+    n_tokens = jnp.where(na_any | too_long, 0, n_tokens)
+
+    keep = slots[:T] < n_tokens
+    fields = [jnp.where(keep, f[:T], 0) for f in out]
+    fields[7] = jnp.where(keep, value_out[:T], 0)
+    toks = Tokens(*fields, n_tokens=n_tokens.astype(i32))
+    error = Error(
+        code=(code_d // 64).astype(i32),
+        line=jnp.where(code_d == 0, 0, e_line).astype(i32),
+        col=jnp.where(code_d == 0, 0, e_col).astype(i32),
+        detail=(code_d % 64).astype(i32),
+    )
+    return toks, error
+
+
+class _Stack(NamedTuple):
+    depth: object  # Int32[K]  indentation levels (above 0) after each statement line
+    mismatch: object  # Bool[K]  the line's column is not on the stack before it
+
+
+def _indent_stack(c, ok, max_indent: int):
+    """tokenize's indentation stack, in parallel over the statement lines.
+
+    Equivalent sequential Python (without the errors)::
+
+        stack = [0]
+        for k, col in enumerate(c):
+            if col > stack[-1]: stack.append(col)
+            mismatch[k] = col not in stack
+            while col < stack[-1]: stack.pop()
+            depth[k] = len(stack) - 1
+
+    With no error before line k, the stack after k is the chain k -> prev_lt(k) -> ...
+    where prev_lt(k) is the latest earlier line with a smaller column; so depth is the
+    chain's length (pointer jumping, enough rounds to exceed max_indent), and a dedent
+    to col is valid iff the latest earlier line with column <= col has column == col.
+    prev_lt / prev_le come from a sparse table of window minima and binary lifting.
+    """
+    K = c.shape[0]
+    c = jnp.where(ok, c, _BIG)
+    P = max(1, int(np.ceil(np.log2(K + 1))))
+    mins = [c]
+    for p in range(P - 1):
+        m = mins[-1]
+        sh = 1 << p
+        mins.append(jnp.minimum(m, jnp.concatenate([jnp.full((sh,), _BIG, i32), m[:-sh]])))
+    kk = jnp.arange(K, dtype=i32)
+
+    def prev_where(strict):
+        posk = kk - 1
+        for p in reversed(range(P)):
+            w = _at(mins[p], posk, _BIG)
+            skip = (posk >= 0) & jnp.where(strict, w >= c, w > c)
+            posk = jnp.where(skip, posk - (1 << p), posk)
+        return jnp.maximum(posk, -1)
+
+    plt = prev_where(True)
+    ple = prev_where(False)
+    c_ple = jnp.where(ple >= 0, _at(c, ple, 0), 0)
+    mismatch = (c > 0) & (c_ple != c)
+    acc = jnp.where(c > 0, 1, 0).astype(i32)
+    ptr = jnp.where(c > 0, plt, -1)
+    rounds = int(np.ceil(np.log2(max_indent + 2))) + 1
+    for _ in range(rounds):
+        has = ptr >= 0
+        acc = acc + jnp.where(has, _at(acc, ptr, 0), 0)
+        ptr = jnp.where(has, _at(ptr, ptr, -1), -1)
+    return _Stack(depth=acc, mismatch=mismatch)
+
+
+def _intern(out, typ, eid, b, idx, is_start, user_start, tok_start, tok_end, tok_base, N, T):
+    """Interned ids of user names in the output slots: equal names get equal ids, dense
+    from N_RESERVED_NAMES in order of first occurrence.
+
+    Equivalent sequential Python::
+
+        ids = {}
+        for t in slots:
+            if is_user_name[t]:
+                value[t] = ids.setdefault(text[t], N_RESERVED_NAMES + len(ids))
+
+    Names are sorted by (hash1, hash2, length, slot); sorted neighbours with equal keys
+    are compared byte by byte, so a hash collision never merges different names.
+    """
+    TS = T + 1
+    tid = jnp.clip(eid, 0, N - 1)
+    is_user = (typ == 2) & user_start[tid]
+    # polynomial hashes of each token's bytes: sum b[i] * mul**i, scaled by mul**-start
+    hs = []
+    for mul in LT.HASH_MULS:
+        pw, inv = LT.hash_powers(N, mul)
+        h = jnp.cumsum(
+            jnp.where(idx < N, (b & 0xFF).astype(u32) * jnp.asarray(pw), 0).astype(u32), dtype=u32
+        )
+        h_before = _shift_right(h, _c(0, u32))
+        e = tok_end[tid]
+        hv = (_at(h, e - 1, 0).astype(u32) - h_before[tid]) * jnp.asarray(inv)[tid]
+        hs.append(jnp.where(is_user, hv, _c(0, u32)))
+    nlen = jnp.where(is_user, out.end - out.start, 0)
+    flag = jnp.where(is_user, 0, 1).astype(i32)
+    slots = jnp.arange(TS, dtype=i32)
+    sf, sh1, sh2, sl, perm = lax.sort((flag, hs[0], hs[1], nlen, slots), num_keys=5)
+    same_key = (
+        (sf == 0)
+        & (_shift_right(sf, 1) == 0)
+        & (sh1 == _shift_right(sh1, _c(0, u32)))
+        & (sh2 == _shift_right(sh2, _c(0, u32)))
+        & (sl == _shift_right(sl, -1))
+    )
+    rank = jnp.zeros(TS, i32).at[perm].set(slots)
+    pred_slot = _shift_right(perm, 0)[rank]  # slot of the sorted predecessor
+    # byte-wise comparison with the predecessor: every byte of a user name
+    s_of = tok_start
+    slot_of = jnp.where(is_start, tok_base, TS)[s_of]  # slot of the token holding byte i
+    in_user = user_start[s_of] & (slot_of < TS) & (idx < tok_end[s_of])
+    sc = jnp.clip(slot_of, 0, TS - 1)
+    other = out.start[pred_slot[sc]] + (idx - s_of)
+    mism = in_user & same_key[rank[sc]] & (_at(b, other, -1) != b)
+    mism_slot = jnp.zeros(TS, bool).at[jnp.where(mism, slot_of, TS)].set(True, mode="drop")
+    eq_pred = same_key & ~mism_slot[perm]
+    grp_start = jnp.where(eq_pred, 0, jnp.arange(TS, dtype=i32))
+    grp = _cummax(grp_start)  # sorted position of the group's first element
+    rep = perm[grp][rank]  # slot of the first occurrence of each slot's name
+    first = is_user & (rep == slots)
+    ids = N_RESERVED_NAMES + jnp.cumsum(first.astype(i32)) - 1
+    return ids[rep]
+
+
+# --------------------------------------------------------------------------- API
+
+
+@functools.partial(jax.jit, static_argnames=("limits",))
+def _lex_jit(source, length, limits):
+    return jax.vmap(functools.partial(_lex_one, limits=limits))(source, length)
+
+
+def lex(source, length, limits: Limits = DEFAULT) -> tuple[Tokens, Error]:
+    """Tokens and the first error of each program.
+
+    source: UInt8[B, N] (N = limits.max_source_bytes; bytes past length are ignored) or
+    UInt8[N] for one program; length: Int32[B] (or a scalar). Works under jit and vmap.
+    """
+    source = jnp.asarray(source)
+    length = jnp.asarray(length, i32)
+    if source.ndim == 1:
+        toks, err = _lex_jit(source[None], length[None], limits)
+        return jax.tree.map(lambda x: x[0], (toks, err))
+    return _lex_jit(source, length, limits)
+
+
+def encode(sources, limits: Limits = DEFAULT) -> tuple[np.ndarray, np.ndarray]:
+    """Pad sources (str or bytes) to UInt8[B, max_source_bytes]; a source too long keeps
+    its true length, so that lex reports Limit.SOURCE_BYTES instead of truncating it."""
+    N = limits.max_source_bytes
+    out = np.zeros((len(sources), N), np.uint8)
+    lengths = np.zeros(len(sources), np.int32)
+    for i, s in enumerate(sources):
+        data = s.encode("utf-8", "surrogateescape") if isinstance(s, str) else bytes(s)
+        k = min(len(data), N)
+        out[i, :k] = np.frombuffer(data[:k], np.uint8)
+        lengths[i] = len(data)
+    return out, lengths
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def format_tokens(data: bytes, toks, n: int, exact: bool = False) -> list[str]:
+    """The lines `python -m tokenize [-e]` prints for one program's tokens (numpy)."""
+    from jaxcc.tokens import tokenize_name
+
+    lines = [f"{'0,0-0,0:':<20}{'ENCODING':<15}{'utf-8'!r:<15}"]
+    text = data.decode("ascii", "replace")
+    for t in range(n):
+        k = int(toks.kind[t])
+        s, e = int(toks.start[t]), int(toks.end[t])
+        string = text[s:e]
+        rng = f"{int(toks.line[t])},{int(toks.col[t])}-{int(toks.end_line[t])},{int(toks.end_col[t])}:"
+        lines.append(f"{rng:<20}{tokenize_name(k, exact):<15}{string!r:<15}")
+    return lines
+
+
+def main(argv=None) -> int:
+    import argparse
+
+    from jaxcc.errors import EXCEPTION_NAME, message
+    from jaxcc.limits import CLI
+
+    ap = argparse.ArgumentParser(prog="python -m jaxcc.lexer")
+    ap.add_argument("filename")
+    ap.add_argument("-e", "--exact", action="store_true")
+    args = ap.parse_args(argv)
+    with open(args.filename, "rb") as f:
+        data = f.read()
+    limits = CLI
+    while len(data) > limits.max_source_bytes and limits.max_source_bytes < (1 << 24):
+        limits = limits._replace(max_source_bytes=limits.max_source_bytes * 4)
+    src, length = encode([data], limits)
+    toks, err = lex(src, length, limits)
+    toks = jax.tree.map(lambda x: np.asarray(x[0]), toks)
+    err = jax.tree.map(lambda x: int(np.asarray(x)[0]), err)
+    if err.code != Code.OK:
+        name = EXCEPTION_NAME.get(Code(err.code), "Error")
+        sys.stderr.write(
+            f"{args.filename}:{err.line}:{err.col}: {name}: {message(err.code, err.detail)}\n"
+        )
+        return 1
+    for line in format_tokens(data, toks, int(toks.n_tokens), args.exact):
+        print(line)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
