@@ -60,6 +60,8 @@ order. fn_maxstack is the exact maximum operand depth over the reachable instruc
 from __future__ import annotations
 
 import ast
+import io
+import tokenize
 import warnings
 from typing import NamedTuple
 
@@ -235,7 +237,22 @@ def front_end(data: bytes, limits: Limits) -> ast.Module:
     _, _, err = flatten(data, limits)
     if int(err.code) != Code.OK:
         raise CompileError(int(err.code), int(err.line), int(err.col), int(err.detail))
+    _check_indent_depth(data, limits)
     return ast.parse(data)
+
+
+def _check_indent_depth(data: bytes, limits: Limits) -> None:
+    """Limit.INDENT_DEPTH at the first token of the first line nested deeper than
+    max_indent (the lexer's indentation stack; host_lex does not check it)."""
+    depth = 0
+    for t in tokenize.tokenize(io.BytesIO(data).readline):
+        if t.type == tokenize.INDENT:
+            depth += 1
+            if depth > limits.max_indent:
+                raise CompileError(Code.LIMIT, t.end[0], t.end[1], Limit.INDENT_DEPTH,
+                                   f"blocks nested deeper than {limits.max_indent} (limit max_indent)")  # fmt: skip
+        elif t.type == tokenize.DEDENT:
+            depth -= 1
 
 
 # --- phase 2: literals ------------------------------------------------------------------
