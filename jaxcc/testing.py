@@ -321,6 +321,11 @@ class _Gen:
     def assignable(self, sc: _Scope, ty: str | None = None) -> list[str]:
         return [n for n, t in sc.types.items() if n not in sc.protected and (ty is None or t == ty)]
 
+    def augmentable(self, sc: _Scope) -> list[str]:
+        """Names `x op= e` may target: definitely assigned ones (any, with unbound_reads)."""
+        names = self.assignable(sc)
+        return names if self.unbound_reads else [n for n in names if n in sc.assigned]
+
     def stmt(self, sc: _Scope, fuel: int) -> ast.stmt:
         r = self.r
         ef = self.fuel
@@ -330,7 +335,7 @@ class _Gen:
             [
                 (20, "new"),
                 (10 if self.assignable(sc) else 0, "assign"),
-                (10 if self.assignable(sc) else 0, "aug"),
+                (10 if self.augmentable(sc) else 0, "aug"),
                 (15, "print"),
                 (7 if stmt_calls else 0, "callstmt"),
                 (2, "exprstmt"),
@@ -355,7 +360,7 @@ class _Gen:
             sc.assigned[name] = None
             return ast.Assign([_name(name, ast.Store())], value)
         if kind == "aug":
-            names = self.assignable(sc)
+            names = self.augmentable(sc)
             done = [n for n in names if n in sc.assigned]
             if done and not (self.unbound_reads and r.chance(5)):
                 names = done
