@@ -140,8 +140,8 @@ def _wrap32(x: int) -> int:
 
 def _as_list(a) -> list[int]:
     """A 1-D array-like of ints as a list of int32-wrapped Python ints."""
-    arr = np.asarray(a).reshape(-1)
-    return [_wrap32(v) for v in arr.astype(np.int64).tolist()]
+    arr = np.asarray(a).reshape(-1).astype(np.int64)
+    return (((arr - _INT_MIN) & 0xFFFFFFFF) + _INT_MIN).tolist()
 
 
 def _pow(a: int, b: int) -> int | None:
