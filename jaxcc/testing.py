@@ -1053,7 +1053,7 @@ def _unsupported(r: _R, x: str, y: str, f: str, k: int) -> list[str]:
             lambda: [f"{x} = {k}", f"print({x} in {x})"],
             lambda: [f"{x} = {k}", f"del {x}"],
             lambda: ["try:", f"    print({k})", "except:", "    pass"],
-            lambda: [f"{x} = {k}", f"global {x}"],
+            lambda: [f"global {x}", f"{x} = {k}"],
             lambda: [f"{x} = {k}", f"{x} = {x} @ 2"],
             lambda: ["..."],
             lambda: [f"print({k})", "raise"],
