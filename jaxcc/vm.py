@@ -289,6 +289,19 @@ def _unary(o, x):
 # one step of one lane
 
 
+def _materialize(x):
+    """x (a small non-negative int32), computed once per lane and stored.
+
+    XLA treats integer ops as cheap and fuses a producer into every consumer, so without
+    this the whole check tree (with MUL/POW's limb arithmetic) is re-derived inside each
+    of the ~15 register updates. A float divide counts as expensive, so XLA computes it
+    (and the tree feeding it) once. The divisor is 1.0 written so that the algebraic
+    simplifier cannot fold it (0 * f is not 0 for every float); exact for x < 2**24.
+    """
+    f = x.astype(jnp.float32)
+    return (f / (1.0 + 0.0 * f)).astype(jnp.int32)
+
+
 def _get(arr, start, size):
     """arr[start : start + size] along the leading axes (clamped, never out of bounds)."""
     return lax.dynamic_slice(arr, start, size)
@@ -387,12 +400,19 @@ def _step(t: Tables, lay: Layout, limits: Limits, s: Lane) -> Lane:
     e5 = jnp.where(is_ret & bottom, Code.OK, e5)
     d5 = jnp.where(is_for, _i32(Value.RANGE_STEP_ZERO), bdetail)
 
-    new_status = jnp.where(
-        ~valid,
-        Code.INVALID_BYTECODE,
-        jnp.where(timeout, Code.TIMEOUT, jnp.where(arg_bad | stack_bad, Code.INVALID_BYTECODE, e5)),
-    )
-    new_status = _i32(new_status)
+    # The first failing check wins. Encoded as a max over (priority, code) pairs: the
+    # reduction makes XLA materialize the status once per lane instead of re-deriving it
+    # (with all the arithmetic behind it) inside every register update that reads it.
+    checks = [
+        (~valid, Code.INVALID_BYTECODE),
+        (timeout, Code.TIMEOUT),
+        (arg_bad | stack_bad, Code.INVALID_BYTECODE),
+    ]
+    n_chk = len(checks) + 1
+    enc = [jnp.where(c, _i32((n_chk - k) * 16 + code), 0) for k, (c, code) in enumerate(checks)]
+    enc.append(jnp.where(e5 != Code.RUNNING, 16 + e5, 0))
+    enc = _materialize(jnp.max(jnp.stack(enc)))
+    new_status = jnp.where(enc == 0, _i32(Code.RUNNING), enc & 15)
     go = run & (new_status == Code.RUNNING)  # the instruction completes, the lane goes on
     started = run & valid & ~timeout
     steps = jnp.where(started, s.steps + 1, s.steps)
