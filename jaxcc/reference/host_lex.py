@@ -99,6 +99,7 @@ def host_lex(source: str | bytes, limits: Limits = DEFAULT) -> tuple[Tokens, Err
     text = data.decode("ascii", "replace")
 
     names: dict[str, int] = {n: i for i, n in enumerate(RESERVED_NAMES)}
+    depth = 0  # indentation levels open
     try:
         for t in tokenize.generate_tokens(io.StringIO(text).readline):
             if err[0] != Code.OK:
@@ -155,6 +156,13 @@ def host_lex(source: str | bytes, limits: Limits = DEFAULT) -> tuple[Tokens, Err
                 # `007`, `0x`, `1_`, `0b12`: tokenize splits them, CPython's parser rejects them
                 fail(Code.SYNTAX, Syntax.INVALID_NUMBER, prev.line, prev.col)
                 break
+            if len(toks) == limits.max_tokens:  # the first error in source order wins
+                fail(Code.LIMIT, Limit.TOKENS, r0, c0)
+                break
+            depth += (kind == Tok.INDENT) - (kind == Tok.DEDENT)
+            if depth > limits.max_indent:
+                fail(Code.LIMIT, Limit.INDENT_DEPTH, r0, c0)
+                break
             toks.append(_Tok(int(kind), offset(r0, c0), offset(r1, c1), r0, c0, r1, c1, value))
     except IndentationError as e:
         fail(Code.INDENTATION, Syntax.UNINDENT_MISMATCH, e.lineno or 0, max((e.offset or 1) - 1, 0))
@@ -163,9 +171,6 @@ def host_lex(source: str | bytes, limits: Limits = DEFAULT) -> tuple[Tokens, Err
         fail(Code.SYNTAX, Syntax.EOF_IN_MULTILINE, row, col)
     except SyntaxError as e:  # 3.12's tokenizer raises these directly
         fail(Code.SYNTAX, Syntax.INVALID, e.lineno or 0, max((e.offset or 1) - 1, 0))
-    if err[0] == Code.OK and len(toks) > limits.max_tokens:
-        t = toks[limits.max_tokens]
-        fail(Code.LIMIT, Limit.TOKENS, t.line, t.col)
     return _pack(toks[: limits.max_tokens], limits), Error(*err)
 
 
