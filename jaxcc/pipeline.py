@@ -1,0 +1,113 @@
+"""The whole generate-compile-run-test loop in one jitted call (the paper's in-VRAM loop).
+
+    source bytes + test cases ──lex─parse─middle_end──▶ bytecode ──vm.run_tests──▶ verdicts
+
+Nothing returns to the host between phases; ``evaluate`` is a pure function of arrays with
+a leading batch axis, so it composes with the caller's own ``jit`` and shards over devices
+along the batch axis (``jaxcc.sharding.sharded(evaluate)``).
+
+Test cases call one function of each program with arguments and compare its return value
+(a bool function's result compares as 0/1). Functions are numbered as the VM numbers them:
+0 is the module body, 1 is the program's first ``def``, 2 the second, and so on.
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxcc import compiler, isa, lexer, vm
+from jaxcc.errors import Code, Error
+from jaxcc.limits import DEFAULT, Limits
+
+
+class Verdict(enum.IntEnum):
+    PASS = 0
+    COMPILE_ERROR = 1
+    RUNTIME_ERROR = 2  # any case stopped with a run-time error (TimeoutError included)
+    WRONG_ANSWER = 3  # every case returned, some with the wrong value
+
+
+class Cases(NamedTuple):
+    """K test cases per program; unused cases have ``valid`` False."""
+
+    entry: object  # Int32[Array, "B"]  function id under test (1 = first def)
+    args: object  # Int32[Array, "B K A"]
+    expected: object  # Int32[Array, "B K"]
+    valid: object  # Bool[Array, "B K"]
+
+
+class Evaluation(NamedTuple):
+    verdict: object  # Int32[Array, "B"]  Verdict
+    error: Error  # Int32[Array, "B"] each: the compile error (Code.OK if it compiled)
+    per_case: object  # Int32[Array, "B K"]  Code of each case, or vm.WRONG_RESULT (-1);
+    #                   the compile error's Code for every case of a program that failed to compile
+    passed: object  # Int32[Array, "B"]  number of valid cases passed
+    program: isa.Program  # the bytecode, for inspection
+
+
+@functools.partial(jax.jit, static_argnames=("limits",))
+def evaluate(source, length, cases: Cases, limits: Limits = DEFAULT) -> Evaluation:
+    """Compile every program and run every (program, case) pair; verdicts per program.
+
+    source: UInt8[B, N] (N = limits.max_source_bytes), length: Int32[B].
+    Equivalent sequential Python::
+
+        for b in range(B):
+            program, error = compile(source[b])
+            if error: verdict[b] = COMPILE_ERROR; continue
+            results = [run(program, entry[b], args[b, k]) for k in range(K) if valid[b, k]]
+            verdict[b] = (RUNTIME_ERROR if any(r.status != OK for r in results) else
+                          WRONG_ANSWER if any(r.value != expected for r in results) else PASS)
+    """
+    program, error = compiler.compile_arrays(source, length, limits)
+    compiled = error.code == Code.OK
+    # Lanes of programs that failed to compile, and unused cases, get no steps at all.
+    budget = jnp.where(compiled[:, None] & cases.valid, jnp.int32(limits.max_steps), jnp.int32(0))
+    _, per_case = vm.run_tests(
+        program, cases.entry, cases.args, cases.expected, limits, budget=budget
+    )
+    per_case = jnp.where(cases.valid, per_case, jnp.int32(Code.OK))
+    per_case = jnp.where(compiled[:, None], per_case, error.code[:, None])
+    ok = per_case == Code.OK
+    runtime = jnp.any((per_case != Code.OK) & (per_case != vm.WRONG_RESULT), axis=1)
+    verdict = jnp.where(
+        ~compiled,
+        Verdict.COMPILE_ERROR,
+        jnp.where(
+            runtime,
+            Verdict.RUNTIME_ERROR,
+            jnp.where(jnp.all(ok, axis=1), Verdict.PASS, Verdict.WRONG_ANSWER),
+        ),
+    ).astype(jnp.int32)
+    passed = jnp.sum(ok & cases.valid, axis=1).astype(jnp.int32)
+    return Evaluation(verdict, error, per_case, passed, program)
+
+
+def make_cases(tests, n_args: int | None = None, n_cases: int | None = None) -> Cases:
+    """Host helper: ``tests[b] = (entry, [(args, expected), ...])`` -> padded Cases arrays."""
+    K = n_cases or max([len(t[1]) for t in tests] + [1])
+    A = n_args or max([len(a) for t in tests for a, _ in t[1]] + [1])
+    B = len(tests)
+    entry = np.zeros(B, np.int32)
+    args = np.zeros((B, K, A), np.int32)
+    expected = np.zeros((B, K), np.int32)
+    valid = np.zeros((B, K), bool)
+    for b, (e, cs) in enumerate(tests):
+        entry[b] = e
+        for k, (a, want) in enumerate(cs):
+            args[b, k, : len(a)] = a
+            expected[b, k] = int(want)
+            valid[b, k] = True
+    return Cases(entry, args, expected, valid)
+
+
+def evaluate_sources(sources, tests, limits: Limits = DEFAULT) -> Evaluation:
+    """Host convenience: encode sources, build cases, evaluate, fetch the result."""
+    source, length = lexer.encode(sources, limits)
+    return jax.device_get(evaluate(source, length, make_cases(tests), limits))
