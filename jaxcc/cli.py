@@ -90,7 +90,10 @@ _LIMIT_HELP = {
 
 
 def _add_limit_options(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("limits (a program over one gets LimitError, never truncation)")
+    g = p.add_argument_group(
+        "limits (a program over a compile-time limit gets LimitError, never truncation; "
+        "the run-time ones raise the error named)"
+    )
     for field in Limits._fields:
         g.add_argument(
             "--" + field.replace("_", "-"),
@@ -139,7 +142,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--json",
         action="store_true",
         help='print one JSON object per file per line: {"file", "stdout", "error" (null or '
-        '{"type", "message", "line"}), "exit"} instead of plain output',
+        '{"type", "message", "line"}), "exit"} (and "result" with --entry) instead of plain '
+        "output",
     )
     run.add_argument(
         "--entry",
@@ -153,7 +157,8 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         default=[],
         metavar="INT",
-        help="integer arguments for --entry",
+        help="integer arguments for --entry; put them after FILE, e.g. "
+        "'jaxcc run f.py --entry gcd --args 12 18'",
     )
     _add_backend_options(run)
     _add_limit_options(run)
