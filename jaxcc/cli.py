@@ -160,6 +160,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="integer arguments for --entry; put them after FILE, e.g. "
         "'jaxcc run f.py --entry gcd --args 12 18'",
     )
+    run.add_argument(
+        "--trace",
+        action="store_true",
+        help="print every instruction as it starts to stderr: lane, function, pc, opcode, "
+        "argument and the operand stack (needs --vm python; slow)",
+    )
     _add_backend_options(run)
     _add_limit_options(run)
 
@@ -233,6 +239,21 @@ def _backend(kind: str, name: str, registry: Callable[[str], dict[str, Callable]
     return reg[name]
 
 
+def _tracing_run(file) -> Callable:
+    """The reference interpreter, writing one line per instruction started to ``file``."""
+    from jaxcc.reference import interp
+
+    def run(program, limits, entry=None, args=None):
+        def trace(lane, fn, pc, op, arg, operands):
+            name = isa.Op(op).name
+            shown = arg if isa.INFO[isa.Op(op)].arg != isa.ArgKind.NONE else ""
+            file.write(f"{lane} fn {fn} {pc:5d} {name:<20} {shown!s:>6}  {operands}\n")
+
+        return interp.run_batch(program, limits, entry, args, trace)
+
+    return run
+
+
 def _result_text(value: int, rettype: int) -> str | None:
     if rettype == isa.T_BOOL:
         return "True" if value else "False"
@@ -248,10 +269,18 @@ def run_files(
     vm: str = DEFAULT_VM,
     entry: str | None = None,
     args: Sequence[int] = (),
+    trace=None,
 ) -> list[_FileResult]:
-    """Compile and run the files as one batch; the per-file results (no printing)."""
+    """Compile and run the files as one batch; the per-file results (no printing).
+
+    ``trace``: a file to write an instruction trace to (``--vm python`` only).
+    """
     compile_many = _backend("compiler", compiler, compilers)
     run = _backend("vm", vm, vms)
+    if trace is not None:
+        if vm != "python":
+            raise SystemExit("jaxcc: --trace needs --vm python")
+        run = _tracing_run(trace)
     results = [_FileResult(p) for p in paths]
     sources: list[str] = []
     readable: list[int] = []
@@ -336,7 +365,8 @@ def _cmd_run(ns: argparse.Namespace) -> int:
     for a in ns.args:
         if not -(2**31) <= a < 2**31:
             raise SystemExit(f"jaxcc: --args value {a} does not fit in 32 bits")
-    results = run_files(ns.files, _limits(ns), ns.compiler, ns.vm, ns.entry, ns.args)
+    trace = sys.stderr if ns.trace else None
+    results = run_files(ns.files, _limits(ns), ns.compiler, ns.vm, ns.entry, ns.args, trace)
     for r in results:
         if ns.json:
             print(r.to_json(), flush=True)

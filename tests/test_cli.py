@@ -278,3 +278,15 @@ def test_format_runtime_errors():
                        (Code.INVALID_BYTECODE, "InvalidBytecode"), (99, "Error")]:  # fmt: skip
         assert fmt.format_error(_rr(code, 0, 7), src, "a.py").splitlines()[-1].startswith(name)
     assert fmt.format_error(_rr(Code.OK, 0, 0), src, "a.py") == ""
+
+
+def test_trace(tmp_path, capsys):
+    f = write(tmp_path, "t.py", "x = 3\nprint(x * 2)\n")
+    status, out, err = jaxcc(capsys, "run", "--trace", f)
+    assert (status, out) == (0, "6\n")
+    lines = err.splitlines()
+    assert lines[0].split()[:5] == ["0", "fn", "0", "0", "LOAD_CONST"]
+    assert any("MUL" in ln and ln.endswith("[3, 2]") for ln in lines)
+    assert lines[-1].split()[4] == "RETURN_VALUE"
+    with pytest.raises(SystemExit, match="--trace needs --vm python"):
+        cli.main(["run", "--trace", "--vm", "jax", f])

@@ -489,3 +489,16 @@ def test_run_batch_entry_and_shapes():
                   args=np.array([[0], [6]]))  # fmt: skip
     assert list(r.result) == [2, 8]
     assert r.out_kind.shape == (2, SMALL.max_output) and r.status.dtype == np.int32
+
+
+def test_trace_sees_every_started_instruction():
+    seen = []
+    body = [(Op.LOAD_CONST, 4), (Op.LOAD_CONST, 5), Op.ADD, Op.RETURN_VALUE]
+    r = run_program(asm(fn(body, maxstack=2)), SMALL, trace=lambda *a: seen.append(a))
+    assert int(r.steps) == len(seen) == 4
+    assert seen[2] == (0, 2, Op.ADD, 0, [4, 5])
+    lanes = []
+    p = asm(fn(body, maxstack=2))
+    batch = isa.Program(*(np.stack([f, f]) for f in p))
+    run_batch(batch, SMALL, trace=lambda lane, *a: lanes.append(lane))
+    assert lanes == [0] * 4 + [1] * 4

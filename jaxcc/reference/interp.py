@@ -46,7 +46,8 @@ Decisions where isa.py leaves room (the JAX VM must make the same ones):
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -171,14 +172,19 @@ def run_program(
     limits: Limits = DEFAULT,
     entry: int = 0,
     args: Sequence[int] = (),
+    trace: Callable | None = None,
 ) -> isa.RunResult:
     """Run one (unbatched) program; returns a RunResult of numpy scalars and arrays.
 
     Equivalent to the JAX VM on one lane (see the module docstring for the decisions).
+    ``trace`` (off by default, like clox's DEBUG_TRACE_EXECUTION) is called as
+    ``trace(fn, pc, op, arg, operands)`` for every instruction started, before it runs;
+    ``operands`` is the current frame's operand stack as a list, bottom first.
     """
     max_output = int(limits.max_output)
+    args = [int(a) for a in np.asarray(args).reshape(-1).tolist()]
     status, detail, pc, line, fn, result, out_kind, out_val, steps = _run(
-        program, limits, int(entry), [int(a) for a in np.asarray(args).reshape(-1).tolist()]
+        program, limits, _wrap32(entry), args, trace
     )
     n_out = len(out_kind)
     ok = np.zeros(max_output, np.int32)
@@ -205,11 +211,13 @@ def run_batch(
     limits: Limits = DEFAULT,
     entry=None,
     args=None,
+    trace: Callable | None = None,
 ) -> isa.RunResult:
     """Run a batch (leading axis B) lane by lane; fields stacked along B.
 
     ``entry``: None (0 for every lane), an int, or an Int32[B]; ``args``: None, or an
-    Int32[B, A] (or one Sequence[int] for every lane).
+    Int32[B, A] (or one Sequence[int] for every lane). ``trace`` as in run_program,
+    called with the lane index first.
     """
     op = np.asarray(program.op)
     b = op.shape[0]
@@ -222,7 +230,8 @@ def run_batch(
     results = []
     for i in range(b):
         lane = isa.Program(*(np.asarray(f)[i] for f in program))
-        results.append(run_program(lane, limits, int(entries[i]), lane_args[i]))
+        lane_trace = None if trace is None else functools.partial(trace, i)
+        results.append(run_program(lane, limits, int(entries[i]), lane_args[i], lane_trace))
     if not results:
         o = int(limits.max_output)
         z = np.zeros(0, np.int32)
@@ -231,7 +240,7 @@ def run_batch(
     return isa.RunResult(*(np.stack(f) for f in zip(*results, strict=True)))
 
 
-def _run(program: isa.Program, limits: Limits, entry: int, args: list[int]):
+def _run(program: isa.Program, limits: Limits, entry: int, args: list[int], trace=None):
     """The step loop. Returns (status, detail, pc, line, fn, result, kinds, vals, steps)."""
     ops = _as_list(program.op)
     argv = _as_list(program.arg)
@@ -310,6 +319,8 @@ def _run(program: isa.Program, limits: Limits, entry: int, args: list[int]):
             status = _TIMEOUT
             break
         steps += 1
+        if trace is not None:
+            trace(fn, pc, o, argv[pc], stack[base:sp])
         a = argv[pc]
         depth = sp - base
         # 3. argument
