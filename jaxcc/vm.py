@@ -187,25 +187,41 @@ def _mul_ovf(a, b):
     return _signed_from_mag(m, neg & (m != 0), ovf)
 
 
+def _pow_limits() -> np.ndarray:
+    """_POW_MAX[e]: the largest |a| with |a| ** e <= 2**31 - 1 (e = 0 .. 32; e >= 32 uses
+    row 32: only |a| <= 1). Row 1 allows |a| = 2**31 (a ** 1 is a itself)."""
+    t = np.zeros(33, np.uint64)
+    t[0], t[1] = 2**32 - 1, 2**31
+    for e in range(2, 33):
+        m = int(round((2**31 - 1) ** (1 / e)))
+        while (m + 1) ** e <= 2**31 - 1:
+            m += 1
+        while m**e > 2**31 - 1:
+            m -= 1
+        t[e] = m
+    return t.astype(np.uint32)
+
+
+_POW_MAX = _pow_limits()
+
+
 def _pow_ovf(a, b):
-    """a ** b for b >= 0 (b < 0 is the caller's ValueError); exact, with overflow."""
-    big = b >= 32  # |a| >= 2 overflows; |a| <= 1 only needs b's parity (and b > 0)
-    e = jnp.where(big, 30 + (b & 1), b)
-    am = _mag(a)
-    res = jnp.uint32(1)
-    base = am
-    ovf = big & (am >= 2)
-    base_ovf = jnp.bool_(False)
-    for i in range(5):  # e < 32: five bits, square-and-multiply
-        bit = ((e >> i) & 1) == 1
-        r2, o2 = _umul_ovf(res, base)
-        res = jnp.where(bit, r2, res)
-        ovf = ovf | (bit & (o2 | base_ovf))
-        if i < 4:
-            base, ob = _umul_ovf(base, base)
-            base_ovf = base_ovf | ob
-    neg = (a < 0) & ((e & 1) == 1)
-    return _signed_from_mag(res, neg & (res != 0), ovf)
+    """a ** b for b >= 0 (b < 0 is the caller's ValueError); exact, with overflow.
+
+    Overflow iff |a| > _POW_MAX[b] (one table read), except (-2) ** 31 == -2**31, the
+    only negative power at exactly -2**31 besides a ** 1. When it does not overflow, the
+    wrapping int32 square-and-multiply below is exact (arithmetic mod 2**32 agrees with
+    the true value, which fits). |a| <= 1 only needs b's parity (and b > 0)."""
+    big = b >= 32
+    e = jnp.where(big, 30 + (b & 1), b)  # 0 < e < 32, same parity as b
+    ovf = _mag(a) > jnp.asarray(_POW_MAX)[jnp.clip(b, 0, 32)]
+    ovf = ovf & ~((a == -2) & (b == 31))
+    res = _i32(1)
+    base = a
+    for i in range(5):  # e < 32: five bits
+        res = jnp.where(((e >> i) & 1) == 1, res * base, res)
+        base = base * base
+    return res, ovf
 
 
 def _floordiv_mod(a, b):
