@@ -117,6 +117,8 @@ ERRORS = [
     ("x = True\nx = 1\n", T, Type.MIXED, 2, 0),
     ("x = 1\nx = x < 2\n", T, Type.MIXED, 2, 0),
     ("x = True\nx += 1\n", T, Type.MIXED, 2, 0),
+    ("b = True\nb &= 1\n", T, Type.MIXED, 2, 0),
+    ("b = 1 < 2\nb |= True\nb ^= 3\n", T, Type.MIXED, 3, 0),
     ("x = True\nfor x in range(2):\n    pass\n", T, Type.MIXED, 2, 4),
     ("x = 1 if True else False\n", T, Type.MIXED, 1, 4),
     ("x = 1 and True\n", T, Type.MIXED, 1, 4),

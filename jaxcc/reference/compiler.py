@@ -234,11 +234,13 @@ def front_end(data: bytes, limits: Limits) -> ast.Module:
     if e is not None:
         code = Code.INDENTATION if isinstance(e, IndentationError) else Code.SYNTAX
         raise CompileError(code, e.lineno or 0, _byte_col(e), syntax_detail(e.msg), e.msg)
-    _, _, err = flatten(data, limits)
-    if int(err.code) != Code.OK:
-        raise CompileError(int(err.code), int(err.line), int(err.col), int(err.detail))
-    _check_indent_depth(data, limits)
-    return ast.parse(data)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # SyntaxWarnings of ast.parse: compile() had them
+        _, _, err = flatten(data, limits)
+        if int(err.code) != Code.OK:
+            raise CompileError(int(err.code), int(err.line), int(err.col), int(err.detail))
+        _check_indent_depth(data, limits)
+        return ast.parse(data)
 
 
 def _check_indent_depth(data: bytes, limits: Limits) -> None:
@@ -711,8 +713,12 @@ def check_types(tree: ast.Module, scopes: Scopes) -> Types:
             if isinstance(n, ast.AugAssign) and none_used(n.value, f):
                 continue
             ann = tgt.id in f.params and f.param_ann[f.params.index(tgt.id)] is not None
-            flow(first_var[f.id], tgt.id, ty.site_type(f, n), tgt, Type.MIXED, ann,
-                 f"variable '{tgt.id}'")  # fmt: skip
+            t = ty.site_type(f, n)
+            if isinstance(n, ast.AugAssign) and isinstance(n.op, _BITWISE):
+                # `x &= e` reads x: with the type x has so far (its first definite one)
+                cur = first_var[f.id].get(tgt.id, ty.var[f.id][tgt.id])
+                t = ty.bitwise(cur, ty.etype(n.value, f))
+            flow(first_var[f.id], tgt.id, t, tgt, Type.MIXED, ann, f"variable '{tgt.id}'")
             if isinstance(n, ast.For):
                 it = n.iter
                 if not 1 <= len(it.args) <= 3:
