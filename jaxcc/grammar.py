@@ -209,8 +209,19 @@ ACTIONS: dict[str, dict] = {
     "ann_assign": _unsupported(Unsupported.ANNOTATED_ASSIGNMENT, aux=1),
     **{
         "aug_" + name.lower(): _node(Node.AUG_ASSIGN, op=BinOp[name], aux=0, **_TARGET)
-        for name in ("Add", "Sub", "Mult", "FloorDiv", "Mod", "Pow", "LShift", "RShift",
-                     "BitAnd", "BitOr", "BitXor")
+        for name in (
+            "Add",
+            "Sub",
+            "Mult",
+            "FloorDiv",
+            "Mod",
+            "Pow",
+            "LShift",
+            "RShift",
+            "BitAnd",
+            "BitOr",
+            "BitXor",
+        )
     },
     "if_stmt": _node(Node.IF),
     "while_stmt": _node(Node.WHILE),
@@ -223,13 +234,23 @@ ACTIONS: dict[str, dict] = {
     "block": _node(Node.BLOCK),
     "funcdef": _node(Node.FUNCTION_DEF, vmode=VAL_TOKEN, voff=1),
     # the annotation token follows '->'
-    "funcdef_returns": _node(Node.FUNCTION_DEF, vmode=VAL_TOKEN, voff=1, opmode=OP_ANN, aux=3, aoff=1),
-    "returns": dict(check=CHECK_ANN, ecode=Code.UNSUPPORTED, edetail=Unsupported.ANNOTATION, aux=1, drop=1),
+    "funcdef_returns": _node(
+        Node.FUNCTION_DEF, vmode=VAL_TOKEN, voff=1, opmode=OP_ANN, aux=3, aoff=1
+    ),
+    "returns": dict(
+        check=CHECK_ANN, ecode=Code.UNSUPPORTED, edetail=Unsupported.ANNOTATION, aux=1, drop=1
+    ),
     "params": _node(Node.PARAMS),
     "param": _node(Node.PARAM, vmode=VAL_TOKEN),
     "param_ann": _node(
-        Node.PARAM, vmode=VAL_TOKEN, opmode=OP_ANN, aux=2, drop=1,
-        check=CHECK_ANN, ecode=Code.UNSUPPORTED, edetail=Unsupported.ANNOTATION,
+        Node.PARAM,
+        vmode=VAL_TOKEN,
+        opmode=OP_ANN,
+        aux=2,
+        drop=1,
+        check=CHECK_ANN,
+        ecode=Code.UNSUPPORTED,
+        edetail=Unsupported.ANNOTATION,
     ),
     "param_default": _unsupported(Unsupported.DEFAULT_ARGUMENT),
     "param_star": _unsupported(Unsupported.STAR_ARGUMENT),
@@ -276,6 +297,16 @@ ACT_ERROR, ACT_SHIFT, ACT_REDUCE, ACT_ACCEPT = 0, 1, 2, 3  # ACTION[s, a] = arg 
 FLAG_COLON = 1  # ':' is acceptable
 FLAG_COLON_ONLY = 2  # ':' is the only acceptable token
 FLAG_INDENT = 4  # INDENT is acceptable (a block must start here)
+FLAG_DISJUNCTION = 8  # the state is reached by a symbol that can be part of a disjunction
+
+# Symbols that make up CPython's `disjunction` (an expression without `if`/`lambda`):
+# used to find where "invalid syntax. Perhaps you forgot a comma?" points.
+DISJUNCTION_SYMBOLS = frozenset(
+    "or_test or_chain and_test and_chain not_test comparison cmp_chain cmp_op expr xor_expr "
+    "and_expr shift_expr arith term factor power atom_expr call atom call_args "
+    "NAME NUMBER KW_TRUE KW_FALSE KW_NONE KW_AND KW_OR KW_NOT RPAR PLUS MINUS STAR "
+    "DOUBLESTAR DOUBLESLASH PERCENT LEFTSHIFT RIGHTSHIFT AMPER VBAR CIRCUMFLEX TILDE".split()
+)
 
 
 class Tables(NamedTuple):
@@ -324,8 +355,10 @@ def build_tables() -> Tables:
     def rule_key(rule):
         return (rule.origin.name, tuple(s.name for s in rule.expansion))
 
-    rules = sorted({rule_key(r): r for r in lark_rules if not r.origin.name.startswith("$")}.values(),
-                   key=rule_key)
+    rules = sorted(
+        {rule_key(r): r for r in lark_rules if not r.origin.name.startswith("$")}.values(),
+        key=rule_key,
+    )
     rule_id = {rule_key(r): i for i, r in enumerate(rules)}
     nts = sorted({r.origin.name for r in rules})
     nt_id = {n: i for i, n in enumerate(nts)}
@@ -404,6 +437,10 @@ def build_tables() -> Tables:
     goto = np.where(goto < 0, 0, goto).astype(np.int32)  # never read: no such (s, X)
 
     flags = np.zeros(S, np.int32)
+    for s, row in states.items():
+        for sym, (kind, arg) in row.items():
+            if kind.name == "Shift" and sym in DISJUNCTION_SYMBOLS:
+                flags[order[arg]] |= FLAG_DISJUNCTION  # an LR state has one accessing symbol
     ok = action != 0
     ok[:, Tok.PAD] = False
     flags |= np.where(ok[:, Tok.COLON], FLAG_COLON, 0).astype(np.int32)
@@ -435,5 +472,7 @@ def expected_tokens(state: int) -> list[Tok]:
 
 if __name__ == "__main__":
     tabs = save_tables()
-    print(f"{tabs.action.shape[0]} states, {len(tabs.rules)} rules, "
-          f"{len(tabs.nonterminals)} nonterminals -> {TABLES_PATH}")
+    print(
+        f"{tabs.action.shape[0]} states, {len(tabs.rules)} rules, "
+        f"{len(tabs.nonterminals)} nonterminals -> {TABLES_PATH}"
+    )

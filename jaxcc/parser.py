@@ -325,13 +325,45 @@ def _error_class(code):
     return jnp.where((code == Code.SYNTAX) | (code == Code.INDENTATION), 0, 1)
 
 
-def _finish(c: _Carry, tok: Tokens, lex: Error, N: int) -> tuple[Ast, Error, ParseInfo]:
+def _missing_comma(c: _Carry, tok: Tokens, flags):
+    """Where CPython reports two juxtaposed expressions inside brackets, ``f(a b)``:
+    "invalid syntax. Perhaps you forgot a comma?" points at the start of the first one,
+    the disjunction that ends just before the offending token. It is the run of stack
+    entries on top that are parts of a disjunction (by their state's accessing symbol)
+    or lie inside deeper brackets. Returns the token to report (or c.err_tok)."""
+    T = tok.kind.shape[-1]
+    D = c.stack.shape[0]
+    t = jnp.clip(c.err_tok, 0, T - 1)
+    opens = (tok.kind == Tok.LPAR).astype(I32) - (tok.kind == Tok.RPAR).astype(I32)
+    depth_after = jnp.cumsum(opens)
+    depth_before = depth_after - opens
+    a = tok.kind[t]
+    starts_expr = (
+        (a == Tok.NAME) | (a == Tok.NUMBER) | (a == Tok.KW_TRUE) | (a == Tok.KW_FALSE)
+        | (a == Tok.KW_NONE) | (a == Tok.TILDE)
+    )  # fmt: skip
+    applies = (
+        (c.err_code == Code.SYNTAX) & (c.err_detail == Syntax.INVALID) & (c.err_tok >= 0)
+        & starts_expr & (depth_before[t] > 0)
+    )  # fmt: skip
+    i = jnp.arange(D, dtype=I32)
+    st = c.stack[:, _S_STATE]
+    first = jnp.clip(c.stack[:, _S_FIRST], 0, T - 1)
+    part = ((flags[st] & G.FLAG_DISJUNCTION) != 0) | (depth_after[first] > depth_before[t])
+    part = part & (i > 0)
+    j = jnp.max(jnp.where((i < c.sp) & ~part, i, 0))
+    start = j + 1
+    use = applies & (start < c.sp)
+    return jnp.where(use, c.stack[jnp.clip(start, 0, D - 1), _S_FIRST], c.err_tok)
+
+
+def _finish(c: _Carry, tok: Tokens, lex: Error, flags, N: int) -> tuple[Ast, Error, ParseInfo]:
     T = tok.kind.shape[-1]
     # an automaton that ran out of steps (never expected: LR parsing is linear)
     stuck = ~c.done
     err_code = jnp.where(stuck, Code.LIMIT, c.err_code)
     err_detail = jnp.where(stuck, Limit.PARSE_DEPTH, c.err_detail)
-    eline, ecol = _err_pos(tok, jnp.where(stuck, -1, c.err_tok))
+    eline, ecol = _err_pos(tok, jnp.where(stuck, -1, _missing_comma(c, tok, flags)))
     at = jnp.clip(c.act_tok, 0, T - 1)
     aline, acol = tok.line[at], tok.col[at]
 
@@ -426,7 +458,7 @@ def _parse_batch(tokens: Tokens, lex: Error, tabs: _Tabs, limits: Limits, steps_
         return it + 1, c
 
     _, carry = lax.while_loop(cond, body, (jnp.int32(0), carry))
-    return jax.vmap(lambda c, t, e: _finish(c, t, e, N))(carry, tokens, lex)
+    return jax.vmap(lambda c, t, e: _finish(c, t, e, tabs.flags, N))(carry, tokens, lex)
 
 
 def parse_with_info(
