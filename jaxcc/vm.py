@@ -720,3 +720,49 @@ def run_tests(
     per_case = jnp.where(ok & (got != _i32(expected)), WRONG_RESULT, status)
     per_case = _i32(per_case)
     return jnp.all(per_case == Code.OK, axis=1), per_case
+
+
+class Trace(NamedTuple):
+    """Per-step registers of one lane, BEFORE each step (off-by-default debugging aid)."""
+
+    pc: object  # Int32[Array, "N"]
+    op: object  # Int32[Array, "N"]  op[pc] (-1 when pc is outside the code)
+    arg: object  # Int32[Array, "N"]
+    sp: object  # Int32[Array, "N"]
+    fp: object  # Int32[Array, "N"]
+    fn: object  # Int32[Array, "N"]
+    depth: object  # Int32[Array, "N"]
+    top: object  # Int32[Array, "N"]  the value in slot sp - 1 (garbage when sp == fp + nlocals)
+    status: object  # Int32[Array, "N"]  status before the step (RUNNING while running)
+
+
+@functools.partial(jax.jit, static_argnames=("limits", "n_steps"))
+def trace(program: isa.Program, limits: Limits = DEFAULT, entry=0, args=None, n_steps: int = 64):
+    """Run ONE unbatched program for n_steps steps, recording the registers before each
+    step (clox's DEBUG_TRACE_EXECUTION). Returns (Trace, RunResult after n_steps steps:
+    status RUNNING if it has not stopped yet).
+
+    Equivalent plain Python:
+
+        lane = init(program, entry, args)
+        rows = []
+        for _ in range(n_steps):
+            rows.append(registers(lane))
+            lane = step(lane)
+        return rows, finish(lane)
+    """
+    t = _tables(jax.tree.map(lambda x: jnp.asarray(x)[None], program))
+    lay = layout(limits)
+    args = jnp.zeros((0,), jnp.int32) if args is None else _i32(args)
+    lane = _init(t, lay, limits, _i32(0), _i32(entry), args, _i32(limits.max_steps))
+
+    def body(s, _):
+        ins = _get(t.code, (0, s.pc, 0), (1, 1, 2))[0, 0]
+        inside = (s.pc >= 0) & (s.pc < t.n_code[0])
+        top = _get(s.mem, (lay.stack0 + s.sp - 1, 0), (1, 2))[0, 0]
+        row = Trace(s.pc, jnp.where(inside, ins[0], -1), jnp.where(inside, ins[1], 0),
+                    s.sp, s.fp, s.fn, s.depth, top, s.status)  # fmt: skip
+        return _step(t, lay, limits, s), row
+
+    lane, rows = lax.scan(body, lane, None, length=n_steps)
+    return rows, _finish(t, lay, limits, lane)

@@ -818,3 +818,18 @@ def test_run_tests():
     budget = np.full((3, 4), 50, np.int32)
     _, per_case = vm.run_tests(batch, np.ones(3, np.int32), args, expected, SMALL, budget=budget)
     assert np.asarray(per_case)[2].tolist() == [Code.TIMEOUT] * 4
+
+
+def test_trace():
+    p = sum_squares_program()
+    rows, res = vm.trace(p, SMALL, entry=1, args=np.array([3], np.int32), n_steps=64)
+    full = jax.device_get(vm.run(p, SMALL, entry=1, args=np.array([3], np.int32)))
+    n = int(full.steps)  # 5 + 9 * 3 + 1 + 4 = 37
+    assert n == 37
+    assert_same(jax.device_get(res), full, "trace end state")
+    ops = np.asarray(rows.op)
+    assert ops[0] == Op.LOAD_CONST and ops[5] == Op.FOR_RANGE and ops[n - 1] == Op.RETURN_VALUE
+    assert np.all(np.asarray(rows.status)[:n] == Code.RUNNING)
+    assert np.all(np.asarray(rows.status)[n:] == Code.OK)
+    # the FOR_RANGE rows see the loop counter's next value in slot sp - 3 ... and top = step
+    assert list(np.asarray(rows.top)[[5, 14, 23]]) == [1, 1, 1]
