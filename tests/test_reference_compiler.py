@@ -181,7 +181,7 @@ LIMIT_CASES = [
     ("x = 1\n" * 10, Limits(max_source_bytes=50), Limit.SOURCE_BYTES, (1, 0)),
     ("x = 1\n" * 10, Limits(max_tokens=20), Limit.TOKENS, (6, 0)),
     ("x = 1\n" * 10, Limits(max_nodes=12), Limit.NODES, None),
-    ("if 1:\n if 1:\n  if 1:\n   pass\n", Limits(max_indent=2), Limit.INDENT_DEPTH, (4, 3)),
+    ("if 1:\n if 1:\n  if 1:\n   pass\n", Limits(max_indent=2), Limit.INDENT_DEPTH, None),
     ("x = 1\n" * 10, Limits(max_code=16), Limit.CODE, (9, 0)),
     (
         "".join(f"def f{i}():\n    return {i}\n" for i in range(5)),
