@@ -309,7 +309,7 @@ def _materialize(x):
     """x (a small non-negative int32), computed once per lane and stored.
 
     XLA treats integer ops as cheap and fuses a producer into every consumer, so without
-    this the whole check tree (with MUL/POW's limb arithmetic) is re-derived inside each
+    this the whole check tree (all the arithmetic included) is re-derived inside each
     of the ~15 register updates. A float divide counts as expensive, so XLA computes it
     (and the tree feeding it) once. The divisor is 1.0 written so that the algebraic
     simplifier cannot fold it (0 * f is not 0 for every float); exact for x < 2**24.
@@ -657,10 +657,12 @@ def run(
 ) -> isa.RunResult:
     """Run a batch of programs (leading axis B), or one unbatched program.
 
-    entry: Int32[B] function id each lane starts in (default 0, the module body).
-    args: Int32[B, A] arguments of the entry function (default none: A = 0); parameter
-        i gets args[:, i], 0 for i >= A (as the reference interpreter does).
-    budget: Int32[B] per-lane step budget, clipped to [0, limits.max_steps] (default
+    entry: Int32[B] (or a scalar for all lanes) function id each lane starts in (default
+        0, the module body).
+    args: Int32[B, A] (or Int32[A] for all lanes) arguments of the entry function
+        (default none: A = 0); parameter i gets args[:, i], 0 for i >= A (as the
+        reference interpreter does).
+    budget: Int32[B] (or a scalar) per-lane step budget, clipped to [0, limits.max_steps] (default
         limits.max_steps); a lane that would start instruction budget + 1 stops with
         TimeoutError.
     limits: static; max_stack, max_depth, max_output and max_steps are used.
@@ -674,9 +676,11 @@ def run(
         args = None if args is None else _i32(args)[None]
         budget = None if budget is None else jnp.reshape(_i32(budget), (1,))
     b = np.shape(program.op)[0]
-    entry = jnp.zeros((b,), jnp.int32) if entry is None else _i32(entry)
+    entry = jnp.broadcast_to(_i32(0 if entry is None else entry), (b,))
     args = jnp.zeros((b, 0), jnp.int32) if args is None else _i32(args)
-    budget = jnp.full((b,), limits.max_steps, jnp.int32) if budget is None else _i32(budget)
+    if args.ndim == 1:  # the same arguments for every lane
+        args = jnp.broadcast_to(args, (b, args.shape[0]))
+    budget = jnp.broadcast_to(_i32(limits.max_steps if budget is None else budget), (b,))
     res = run_batch(program, entry, args, budget, limits, inner_steps, unroll)
     if unbatched:
         res = jax.tree.map(lambda x: x[0], res)
@@ -707,12 +711,12 @@ def run_tests(
     b, k = args.shape[0], args.shape[1]
     n = b * k
     pid = jnp.arange(n, dtype=jnp.int32) // k
-    entry_l = jnp.repeat(_i32(entry), k)
+    entry_l = jnp.repeat(jnp.broadcast_to(_i32(entry), (b,)), k)
     args_l = jnp.reshape(_i32(args), (n, args.shape[2]))
     if budget is None:
         budget_l = jnp.full((n,), limits.max_steps, jnp.int32)
     else:
-        budget_l = jnp.reshape(_i32(budget), (n,))
+        budget_l = jnp.reshape(jnp.broadcast_to(_i32(budget), (b, k)), (n,))
     res = _run_lanes(t, pid, entry_l, args_l, budget_l, limits, inner_steps, unroll)
     status = jnp.reshape(res.status, (b, k))
     got = jnp.reshape(res.result, (b, k))

@@ -833,3 +833,9 @@ def test_trace():
     assert np.all(np.asarray(rows.status)[n:] == Code.OK)
     # the FOR_RANGE rows see the loop counter's next value in slot sp - 3 ... and top = step
     assert list(np.asarray(rows.top)[[5, 14, 23]]) == [1, 1, 1]
+
+
+def test_scalar_entry_args_budget_broadcast():
+    batch = stack_programs([sum_squares_program()] * 3)
+    r = jax.device_get(vm.run(batch, SMALL, entry=1, args=np.array([4], np.int32), budget=500))
+    assert list(r.result) == [14, 14, 14] and list(r.status) == [Code.OK] * 3
