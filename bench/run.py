@@ -840,23 +840,27 @@ def bench_examples(ctx: Ctx):
     args = jax.device_put(encode([p["source"] for p in progs], lim))
     m = measure(jax.jit(f), args, ctx)
     err, res = jax.device_get(m["out"])
-    agree = 0
+    from jaxcc.errors import EXCEPTION_NAME
+
+    agree, differ = 0, []
     for i, p in enumerate(progs):
         t = p["tests"][0]
         code = int(err.code[i])
         if code != 0:
-            from jaxcc.errors import EXCEPTION_NAME
-
-            agree += t["error"] == EXCEPTION_NAME.get(code)
-            continue
-        text = isa.format_output(res.out_kind[i], res.out_val[i], res.n_out[i])
-        from jaxcc.errors import EXCEPTION_NAME
-
-        name = None if int(res.status[i]) == 0 else EXCEPTION_NAME.get(int(res.status[i]))
-        agree += text == t["stdout"] and name == t["error"]
+            got = EXCEPTION_NAME.get(code)
+            ok = t["error"] == got
+        else:
+            text = isa.format_output(res.out_kind[i], res.out_val[i], res.n_out[i])
+            got = None if int(res.status[i]) == 0 else EXCEPTION_NAME.get(int(res.status[i]))
+            ok = text == t["stdout"] and got == t["error"]
+        agree += ok
+        if not ok:
+            differ.append(f"{p['name']}: jaxcc {got or 'ok'}, CPython {t['error'] or 'ok'}")
+    steps = np.asarray(res.steps)
     ctx.add(bench="examples", size="examples", batch=len(progs), seconds=m["seconds"],
             throughput=len(progs) / m["seconds"], unit="programs/s", agree=agree,
-            compile_s=m["compile_s"])  # fmt: skip
+            max_steps=int(steps.max()), compile_s=m["compile_s"],
+            note="; ".join(differ) or None)  # fmt: skip
 
 
 # ------------------------------------------------------------------ main

@@ -150,25 +150,30 @@ def child_vm():
 
 
 def child_pipeline():
+    """The whole pipeline (source -> lexer -> parser -> middle end -> VM) sharded."""
     jax = _setup()
-    import functools
 
     from bench import corpus
-    from jaxcc import lexer, middle, parser, sharding, vm
+    from bench.run import compile_fn, encode
+    from jaxcc import sharding, vm
 
     limits = corpus.LIMITS["small"]
-    sources, _ = _vm_programs()
-    src, length = lexer.encode(sources, limits)
+    sources = [p["source"] for p in corpus.generate(seed=11, size="small", n=4, with_tests=False)]
+    sources += ["x = (1\n", "def f(n):\n    return f(n + 1)\nprint(f(0))\n"]
+    src, length = encode(sources, limits)  # 6 programs: 2 per device and 2 pad lanes
+    comp = compile_fn(limits)
 
     def pipeline(src, length):
-        toks, e1 = lexer.lex(src, length, limits)
-        ast, e2 = parser.parse(toks, limits)
-        prog, e3 = middle.middle_end(ast, toks, limits)
-        return prog, e1, e2, e3, vm.run(prog, limits)
+        prog, err = comp(src, length)
+        return prog, err, vm.run(prog, limits)
 
     one = jax.jit(pipeline)(src, length)
-    many = sharding.sharded(functools.partial(pipeline))(src, length)
+    many = sharding.sharded(pipeline)(src, length)
     _same(many, one)
+    codes = [int(c) for c in jax.device_get(one[1].code)]
+    status = [int(c) for c in jax.device_get(one[2].status)]
+    assert codes[:4] == [0] * 4 and codes[4] != 0, codes  # the syntax error is found
+    assert status[:4] == [0] * 4 and status[5] != 0, status  # the runaway recursion stops
     print("OK pipeline")
 
 
