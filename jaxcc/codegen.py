@@ -91,7 +91,7 @@ def emit_code(ast, sc, ty, limits) -> Code_:
         ast.n_children,
     )
     n = kind.shape[0]
-    I, F = limits.max_code, limits.max_funcs
+    NI, F = limits.max_code, limits.max_funcs
     idx = jnp.arange(n, dtype=I32)
     live = idx < ast.n_nodes
     root = jnp.maximum(ast.n_nodes - 1, 0)
@@ -334,12 +334,12 @@ def emit_code(ast, sc, ty, limits) -> Code_:
 
     mask, at, opc, arg, ln, jeff, rch = (jnp.concatenate([r[j] for r in rules]) for j in range(7))
     fn_node = jnp.concatenate([fdef] * len(rules))
-    ok = mask & (at >= 0) & (at < I)
-    tgt = jnp.where(ok, at, I)
-    code_op = jnp.zeros((I + 1,), I32).at[tgt].set(opc)[:I]
-    code_arg = jnp.zeros((I + 1,), I32).at[tgt].set(arg)[:I]
-    code_line = jnp.zeros((I + 1,), I32).at[tgt].set(ln)[:I]
-    line_at_limit = jnp.max(jnp.where(mask & (at == I), ln, 0))
+    ok = mask & (at >= 0) & (at < NI)
+    tgt = jnp.where(ok, at, NI)
+    code_op = jnp.zeros((NI + 1,), I32).at[tgt].set(opc)[:NI]
+    code_arg = jnp.zeros((NI + 1,), I32).at[tgt].set(arg)[:NI]
+    code_line = jnp.zeros((NI + 1,), I32).at[tgt].set(ln)[:NI]
+    line_at_limit = jnp.max(jnp.where(mask & (at == NI), ln, 0))
 
     # -- 6. stack depths ------------------------------------------------------------------
     pops = jnp.asarray(isa.decode_tables()["pops"], I32)
@@ -349,8 +349,8 @@ def emit_code(ast, sc, ty, limits) -> Code_:
     fall = jnp.where(opc == Op.CALL, jeff, fall)
     fall = jnp.where(opc == Op.JUMP, 0, fall)
     lin = jnp.where(opc == Op.JUMP, jeff, fall)
-    eff_at = jnp.zeros((I + 1,), I32).at[tgt].set(lin)[:I]
-    depth_before = exclusive_cumsum(eff_at)[:I]
+    eff_at = jnp.zeros((NI + 1,), I32).at[tgt].set(lin)[:NI]
+    depth_before = exclusive_cumsum(eff_at)[:NI]
     d_at = gather(depth_before, at, 0)
     peak = jnp.where(ok & rch, jnp.maximum(d_at, d_at + fall), 0)
     maxstack_node = jnp.zeros((n + 1,), I32).at[jnp.where(ok & rch, fn_node, n)].max(peak)[:n]
@@ -392,7 +392,7 @@ def emit_code(ast, sc, ty, limits) -> Code_:
     e_funcs = at_fn(fnl & (fid == F), Limit.FUNCTIONS)
     e_locals = at_fn(fnl & (sc.nlocals > limits.max_locals), Limit.LOCALS)
     e_code = Err(
-        jnp.where(n_code > I, Code.LIMIT, 0).astype(I32), line_at_limit, z, jnp.int32(Limit.CODE)
+        jnp.where(n_code > NI, Code.LIMIT, 0).astype(I32), line_at_limit, z, jnp.int32(Limit.CODE)
     )
     e_stack = at_fn(fnl & (sc.nlocals + maxstack_node > limits.max_stack), Limit.STACK)
     err = e_funcs

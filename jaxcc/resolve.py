@@ -15,7 +15,7 @@ from jax import lax
 
 from jaxcc.errors import Code, Limit, Syntax, Unsupported
 from jaxcc.syntax import Ann, ConstKind, Ctx, Node, UnaryOp
-from jaxcc.tokens import NAME_ABS, NAME_MAX, NAME_MIN, NAME_PRINT, NAME_RANGE, N_RESERVED_NAMES
+from jaxcc.tokens import N_RESERVED_NAMES, NAME_ABS, NAME_MAX, NAME_MIN, NAME_PRINT, NAME_RANGE
 
 I32 = jnp.int32
 BIG = jnp.iinfo(jnp.int32).max
@@ -51,9 +51,7 @@ def subtree_lo(parent, child_index, n_children):
     tgt = jnp.where((child_index == 0) & (parent >= 0), parent, n)
     first = jnp.full((n,), -1, I32).at[tgt].set(idx, mode="drop")
     ptr = jnp.where((n_children > 0) & (first >= 0), first, idx)
-    for _ in range(_log2(n)):
-        ptr = ptr[ptr]
-    return ptr
+    return lax.fori_loop(0, _log2(n), lambda _, p: p[p], ptr)
 
 
 def nearest_marked_ancestor(parent, marked):
@@ -69,10 +67,12 @@ def nearest_marked_ancestor(parent, marked):
     is unmarked", so an unmarked ptr[i] may jump to ptr[ptr[i]].
     """
     n = parent.shape[0]
-    ptr = parent
-    for _ in range(_log2(n) + 1):
+
+    def jump(_, ptr):
         done = (ptr < 0) | gather(marked, ptr, True)
-        ptr = jnp.where(done, ptr, gather(ptr, ptr, -1))
+        return jnp.where(done, ptr, gather(ptr, ptr, -1))
+
+    ptr = lax.fori_loop(0, _log2(n) + 1, jump, parent)
     done = (ptr < 0) | gather(marked, ptr, True)
     return jnp.where(done, ptr, -1)
 
@@ -113,8 +113,7 @@ def tree_fixpoint(step, init, max_rounds: int):
 
     def body(c):
         x, _, k = c
-        for _ in range(3):
-            x = step(x)
+        x = lax.fori_loop(0, 3, lambda _, v: step(v), x)
         y = step(x)
         return y, jnp.any(y != x), k + 4
 
@@ -140,37 +139,34 @@ def no_err() -> Err:
 
 class Cand(NamedTuple):
     """Candidate errors, one per node: where ``mask`` holds, an error ``code/detail`` at
-    ``line/col``, ordered by the lexicographic ``keys``."""
+    ``line/col``, ordered by ``keys = (rank, sub)``: the node's pre-order rank (source
+    order of positions; at equal positions the outer construct first, as the reference
+    orders ties by its pre-order walk) and a small tie-break among errors at one node."""
 
     mask: object  # Bool[N]
     code: int
     detail: object  # int or Int32[N]
     line: object  # Int32[N]
     col: object  # Int32[N]
-    keys: tuple  # tuple[Int32[N]]  most significant first
+    keys: tuple  # (Int32[N], int or Int32[N])
 
 
 def pick(cands: list[Cand]) -> Err:
-    """The candidate with the smallest keys over all of them (keys of equal length)."""
-    n = cands[0].mask.shape[0]
-    m = jnp.concatenate([c.mask for c in cands])
-    for j in range(len(cands[0].keys)):
-        k = jnp.concatenate([jnp.broadcast_to(jnp.asarray(c.keys[j], I32), (n,)) for c in cands])
-        kmin = jnp.min(jnp.where(m, k, BIG))
-        m = m & (k == kmin)
-    at = jnp.argmax(m)
-    anyv = jnp.any(m)
-
-    def field(f):
-        return jnp.concatenate([jnp.broadcast_to(jnp.asarray(f(c), I32), (n,)) for c in cands])[at]
-
-    code = jnp.where(anyv, field(lambda c: c.code), 0)
-    return Err(
-        code,
-        jnp.where(anyv, field(lambda c: c.line), 0),
-        jnp.where(anyv, field(lambda c: c.col), 0),
-        jnp.where(anyv, field(lambda c: c.detail), 0),
-    )
+    """The candidate with the smallest key over all of them (first listed on ties)."""
+    best = (jnp.int32(BIG), no_err())
+    for c in cands:
+        n = c.mask.shape[0]
+        key = jnp.where(c.mask, c.keys[0] * 64 + c.keys[1], BIG)
+        j = jnp.argmin(key)
+        k = key[j]
+        det = jnp.broadcast_to(jnp.asarray(c.detail, I32), (n,))[j]
+        e = Err(jnp.int32(c.code), c.line[j], c.col[j], det)
+        take = k < best[0]
+        best = (
+            jnp.where(take, k, best[0]),
+            Err(*(jnp.where(take, x, y) for x, y in zip(e, best[1], strict=True))),
+        )
+    return best[1]
 
 
 def first_of(*errs: Err) -> Err:
@@ -282,16 +278,16 @@ def resolve_names(ast, limits) -> Scopes:
     mod_var = jnp.zeros((n,), bool).at[si].set(mod_def_sorted) & is_ref
     is_rep = definer & (rep == idx)
     dup_param = is_param & (rep != idx)
-    e_dup = [Cand(dup_param, Code.SYNTAX, Syntax.DUPLICATE_ARGUMENT, line, col, (line, col))]
+    e_dup = [Cand(dup_param, Code.SYNTAX, Syntax.DUPLICATE_ARGUMENT, line, col, (preorder, 0))]
     bad_return = live & (kind == Node.RETURN) & (fdef == root)
     bad_break = live & (kind == Node.BREAK) & (loop < 0)
     bad_cont = live & (kind == Node.CONTINUE) & (loop < 0)
     bad_nest = is_loop & (loop_depth > MAX_LOOP_NESTING)
     e_order = [
-        Cand(bad_return, Code.SYNTAX, Syntax.RETURN_OUTSIDE_FUNCTION, line, col, (preorder,)),
-        Cand(bad_break, Code.SYNTAX, Syntax.BREAK_OUTSIDE_LOOP, line, col, (preorder,)),
-        Cand(bad_cont, Code.SYNTAX, Syntax.CONTINUE_OUTSIDE_LOOP, line, col, (preorder,)),
-        Cand(bad_nest, Code.SYNTAX, Syntax.INVALID, line, col, (preorder,)),
+        Cand(bad_return, Code.SYNTAX, Syntax.RETURN_OUTSIDE_FUNCTION, line, col, (preorder, 0)),
+        Cand(bad_break, Code.SYNTAX, Syntax.BREAK_OUTSIDE_LOOP, line, col, (preorder, 0)),
+        Cand(bad_cont, Code.SYNTAX, Syntax.CONTINUE_OUTSIDE_LOOP, line, col, (preorder, 0)),
+        Cand(bad_nest, Code.SYNTAX, Syntax.INVALID, line, col, (preorder, 0)),
     ]
     err_compile = first_of(pick(e_dup), pick(e_order))
 
@@ -299,7 +295,7 @@ def resolve_names(ast, limits) -> Scopes:
     under_neg = (pkind == Node.UNARYOP) & (pop == UnaryOp.USub)
     is_min_lit = live & (kind == Node.CONSTANT) & (op == ConstKind.INT) & (value == INT_MIN)
     err_literal = pick(
-        [Cand(is_min_lit & ~under_neg, Code.LIMIT, Limit.INT_LITERAL, line, col, (line, col))]
+        [Cand(is_min_lit & ~under_neg, Code.LIMIT, Limit.INT_LITERAL, line, col, (preorder, 0))]
     )
 
     # -- phase 3: names ------------------------------------------------------------------
@@ -349,7 +345,7 @@ def resolve_names(ast, limits) -> Scopes:
             Unsupported.BUILTIN,
             def_line,
             def_col,
-            (line, col, 0 * idx, idx),
+            (preorder, 0),
         ),
         Cand(
             is_dup_def,
@@ -357,7 +353,7 @@ def resolve_names(ast, limits) -> Scopes:
             Unsupported.OTHER,
             def_line,
             def_col,
-            (line, col, 0 * idx + 1, idx),
+            (preorder, 1),
         ),
         Cand(
             is_param & reserved,
@@ -365,7 +361,7 @@ def resolve_names(ast, limits) -> Scopes:
             Unsupported.BUILTIN,
             line,
             col,
-            (line, col, 0 * idx + 2, idx),
+            (preorder, 2),
         ),
     ]
     # `x: None`: at the annotation, the param's last token `None` (4 columns)
@@ -377,7 +373,7 @@ def resolve_names(ast, limits) -> Scopes:
             Unsupported.ANNOTATION,
             ast.end_line,
             ast.end_col - 4,
-            (ast.end_line, ast.end_col - 4, 0 * idx + 2, idx),
+            (preorder, 3),
         )  # fmt: skip
     )
     # (b) assignment targets
@@ -389,7 +385,7 @@ def resolve_names(ast, limits) -> Scopes:
             Unsupported.BUILTIN,
             line,
             col,
-            (line, col, 0 * idx + 3, walk),
+            (preorder, 0),
         )
     )
     e.append(
@@ -399,13 +395,13 @@ def resolve_names(ast, limits) -> Scopes:
             Unsupported.FUNCTION_VALUE,
             line,
             col,
-            (line, col, 0 * idx + 3, walk),
+            (preorder, 0),
         )  # fmt: skip
     )
     # (c) loads, calls and for loops, in walk order
     in_fn = fn > 0
     unres = is_load & (rep < 0) & (fn >= 0)
-    w4 = (line, col, 0 * idx + 4, walk)
+    w4 = (preorder, 5)
     e += [
         Cand(unres & in_fn & mod_var, Code.UNSUPPORTED, Unsupported.GLOBAL_VARIABLE, line, col, w4),
         Cand(
@@ -446,7 +442,7 @@ def resolve_names(ast, limits) -> Scopes:
             Unsupported.FOR_TARGET,
             line,
             col,
-            (line, col, 0 * idx + 4, gather(walk, parent, 0)),
+            (preorder, 4),
         ),  # fmt: skip
     ]
     err_names = pick(e)

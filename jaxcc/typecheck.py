@@ -91,12 +91,12 @@ class Types(NamedTuple):
 
 def infer_types(ast, sc, limits) -> Types:
     del limits
-    kind, op, value, parent = ast.kind, ast.op, ast.value, ast.parent
+    kind, op, parent = ast.kind, ast.op, ast.parent
     n = kind.shape[0]
     idx = jnp.arange(n, dtype=I32)
     live = idx < ast.n_nodes
     ci, nch = ast.child_index, ast.n_children
-    c0, c1, c2 = sc.child[:, 0], sc.child[:, 1], sc.child[:, 2]
+    c0, c1 = sc.child[:, 0], sc.child[:, 1]
     pkind = gather(kind, parent, -1)
     ok = live & (sc.fn >= 0)  # nodes the reference walks (not a second def's body)
     builtin = sc.builtin
@@ -187,49 +187,45 @@ def infer_types(ast, sc, limits) -> Types:
         new_ret = jnp.where(ann_ret, seed_ret, norm(seed_ret | jnp.where(sc.is_fn, rets, BOT)))
         return new_t, new_var, new_ret
 
-    def fixpoint(state, seeds):
-        def step(s):
-            return rnd(s, seeds)
-
-        return _fix(step, state, 4 * n + 16)
-
-    zero = jnp.zeros((n,), I32)
-    state = fixpoint((zero, zero, zero), (seed_var0, seed_ret0))
-
-    # defaults, each followed by a new fixpoint: params, then results, then variables
+    # The reference's solve(): a fixpoint; then, in stages, unknown params, then unknown
+    # results, then unknown variables default to int, each time followed by a new
+    # fixpoint. One loop: when a round changes nothing, the current stage seeds its
+    # unknowns (or, if it has none, hands over to the next stage).
     is_var_rep = ok & (is_param | is_store) & (sc.rep == idx)
 
-    def run_stage(state, seeds, pick_var, pick_ret):
-        def cond(c):
-            st, _ = c
-            return jnp.any(pick_var(st)) | jnp.any(pick_ret(st))
+    def step(c):
+        st, (sv, sr), stage, done = c
+        new = rnd(st, (sv, sr))
+        changed = jnp.any(new[0] != st[0]) | jnp.any(new[1] != st[1]) | jnp.any(new[2] != st[2])
+        var, ret = new[1], new[2]
+        want_v = jnp.where(stage == 0, is_param, jnp.where(stage == 2, is_var_rep, False)) & (
+            var == BOT
+        )
+        want_r = (stage == 1) & sc.is_fn & (ret == BOT)
+        seeding = ~changed & (jnp.any(want_v) | jnp.any(want_r))
+        sv = jnp.where(seeding & want_v, M_INT, sv)
+        sr = jnp.where(seeding & want_r, M_INT, sr)
+        advance = ~changed & ~seeding
+        stage = jnp.where(advance & ~done, stage + 1, stage)
+        done = done | (stage >= 3)
+        return new, (sv, sr), stage, done
 
-        def body(c):
-            st, (sv, sr) = c
-            sv = jnp.where(pick_var(st), M_INT, sv)
-            sr = jnp.where(pick_ret(st), M_INT, sr)
-            return fixpoint(st, (sv, sr)), (sv, sr)
+    def body(c):
+        return lax.fori_loop(0, 4, lambda _, x: step(x), c)
 
-        return lax.while_loop(cond, body, (state, seeds))
-
-    never = jnp.zeros((n,), bool)
-    state, seeds = run_stage(
-        state, (seed_var0, seed_ret0), lambda st: is_param & (st[1] == BOT), lambda st: never
-    )
-    state, seeds = run_stage(state, seeds, lambda st: never, lambda st: sc.is_fn & (st[2] == BOT))
-    seed_before_vars = seeds[0]
-    state, seeds = run_stage(state, seeds, lambda st: is_var_rep & (st[1] == BOT), lambda st: never)
+    zero = jnp.zeros((n,), I32)
+    init = ((zero, zero, zero), (seed_var0, seed_ret0), jnp.int32(0), jnp.bool_(False))
+    state, seeds, _, _ = lax.while_loop(lambda c: ~c[3], body, init)
     t, var, ret = state
 
     # -- checks (the reference's check_types) ----------------------------------------------
-    line, col, walk = ast.line, ast.col, sc.walk
-    defaulted = is_var_rep & ~is_param & (seeds[0] != seed_before_vars)
+    line, col, walk = ast.line, ast.col, sc.preorder  # the reference walks in source order
+    defaulted = is_var_rep & ~is_param & (seeds[0] == M_INT)  # only stage 2 seeds these
     first_seed = jnp.where(ann_param, seed_var0, jnp.where(defaulted, M_INT, BOT))
     tv = t
     is_none = tv == M_NONE
     # none_used(e): e's visitor is its parent
     p_is = lambda k: pkind == k  # noqa: E731
-    pp = gather(parent, parent, -1)
     range_arg = ok & p_is(Node.CALL) & (pbuiltin == B_RANGE)
     checked = ok & (
         ((p_is(Node.ASSIGN) | p_is(Node.AUG_ASSIGN)) & (ci == 1))
@@ -244,10 +240,7 @@ def infer_types(ast, sc, limits) -> Types:
         | range_arg
     )
     none_err = checked & is_none
-    # a range() argument is checked by its for statement (the visitor)
-    visitor = jnp.where(range_arg, pp, parent)
-    vkey = gather(walk, visitor, 0)
-    cands = [Cand(none_err, Code.TYPE, Type.NONE_VALUE, line, col, (line, col, vkey, 2 + ci))]
+    cands = [Cand(none_err, Code.TYPE, Type.NONE_VALUE, line, col, (walk, 0))]
     # check_join: no part none, both int and bool among the parts
     part_none = or_into(n, parent, joins & is_none, jnp.full((n,), 1, I32))
     part_bits = or_into(n, parent, joins & ((tv == M_INT) | (tv == M_BOOL)), tv)
@@ -257,27 +250,25 @@ def infer_types(ast, sc, limits) -> Types:
         | ((kind == Node.CALL) & ((builtin == B_MIN) | (builtin == B_MAX)))
     )
     mixed = join_node & (part_none == 0) & (part_bits == (M_INT | M_BOOL))
-    cands.append(
-        Cand(
-            mixed, Code.TYPE, Type.MIXED, line, col, (line, col, walk, jnp.full((n,), 1 << 20, I32))
-        )
-    )
+    cands.append(Cand(mixed, Code.TYPE, Type.MIXED, line, col, (walk, 2)))
     # arities
     bad_bi = is_call & (
         ((builtin == B_ABS) & (nch != 1))
         | (((builtin == B_MIN) | (builtin == B_MAX)) & (nch < 2))
         | ((builtin == B_RANGE) & ((nch < 1) | (nch > 3)))
     )
-    bkey = jnp.where(builtin == B_RANGE, gather(walk, parent, 0), walk)
     cands.append(
         Cand(
-            bad_bi, Code.TYPE, Type.BUILTIN_ARITY, line, col, (line, col, bkey, jnp.ones((n,), I32))
+            bad_bi,
+            Code.TYPE,
+            Type.BUILTIN_ARITY,
+            line,
+            col,
+            (walk, jnp.where(builtin == B_RANGE, 0, 1)),
         )
     )
     bad_arity = is_call & (callee >= 0) & ~call_ok
-    cands.append(
-        Cand(bad_arity, Code.TYPE, Type.ARITY, line, col, (line, col, walk, jnp.zeros((n,), I32)))
-    )
+    cands.append(Cand(bad_arity, Code.TYPE, Type.ARITY, line, col, (walk, 1)))
     # flow(): each variable's sites must agree with its first definite type (walk order)
     val_none = (pkind == Node.ASSIGN) | (pkind == Node.AUG_ASSIGN)
     val_none = val_none & (gather(tv, value_child, BOT) == M_NONE)
@@ -302,23 +293,18 @@ def infer_types(ast, sc, limits) -> Types:
     annotated = gather(ann_param, sites_rep, False)
     bad_s, bad_a = bad[:n], bad[n:]
     ann_s, ann_a = annotated[:n], annotated[n:]
-    vk_s = gather(walk, parent, 0)
     cands += [
-        Cand(
-            bad_s & ~ann_s, Code.TYPE, Type.MIXED, line, col, (line, col, vk_s, jnp.ones((n,), I32))
-        ),
+        Cand(bad_s & ~ann_s, Code.TYPE, Type.MIXED, line, col, (walk, 0)),
         Cand(
             bad_s & ann_s,
             Code.TYPE,
             Type.ANNOTATION_MISMATCH,
             line,
             col,
-            (line, col, vk_s, jnp.ones((n,), I32)),
+            (walk, 0),
         ),
-        Cand(bad_a & ~ann_a, Code.TYPE, Type.MIXED, line, col, (line, col, vk_s, 2 + ci)),
-        Cand(
-            bad_a & ann_a, Code.TYPE, Type.ANNOTATION_MISMATCH, line, col, (line, col, vk_s, 2 + ci)
-        ),
+        Cand(bad_a & ~ann_a, Code.TYPE, Type.MIXED, line, col, (walk, 0)),
+        Cand(bad_a & ann_a, Code.TYPE, Type.ANNOTATION_MISMATCH, line, col, (walk, 0)),
     ]
     # returns: the same rule per function
     r_m = jnp.where(nch > 0, gather(tv, c0, BOT), M_NONE)
@@ -333,38 +319,18 @@ def infer_types(ast, sc, limits) -> Types:
     r_first_m = jnp.where(ann_ret, seed_ret0, r_first_m)
     r_bad = r_site & (r_m != gather(r_first_m, sc.fdef, BOT))
     r_ann = gather(ann_ret, sc.fdef, False)
-    z = jnp.zeros((n,), I32)
     cands += [
-        Cand(r_bad & ~r_ann, Code.TYPE, Type.RETURN_MISMATCH, line, col, (line, col, walk, z)),
-        Cand(r_bad & r_ann, Code.TYPE, Type.ANNOTATION_MISMATCH, line, col, (line, col, walk, z)),
+        Cand(r_bad & ~r_ann, Code.TYPE, Type.RETURN_MISMATCH, line, col, (walk, 1)),
+        Cand(r_bad & r_ann, Code.TYPE, Type.ANNOTATION_MISMATCH, line, col, (walk, 1)),
     ]
     # a function returning int/bool must not reach its end
     term = terminates(ast, sc)
     body_term = gather(term, c1, False)
     falls = is_fdef & ((ret == M_INT) | (ret == M_BOOL)) & ~body_term
-    cands.append(Cand(falls, Code.TYPE, Type.RETURN_MISMATCH, line, col, (line, col, walk, z - 1)))
+    cands.append(Cand(falls, Code.TYPE, Type.RETURN_MISMATCH, line, col, (walk, 0)))
     err = pick(cands)
     ret_final = jnp.where(ret == BOT, M_INT, ret)
     return Types(t=t, var=var, ret=ret_final, terminates=term, err=err)
-
-
-def _fix(step, init, max_rounds):
-    """Iterate ``step`` on a tuple state until it stops changing (see tree_fixpoint)."""
-
-    def cond(c):
-        return c[1] & (c[2] < max_rounds)
-
-    def body(c):
-        x, _, k = c
-        for _ in range(3):
-            x = step(x)
-        y = step(x)
-        changed = jnp.bool_(False)
-        for a, b in zip(x, y, strict=True):
-            changed = changed | jnp.any(a != b)
-        return y, changed, k + 4
-
-    return lax.while_loop(cond, body, (init, jnp.bool_(True), jnp.int32(0)))[0]
 
 
 def terminates(ast, sc):

@@ -39,22 +39,54 @@ from jaxcc.syntax import Ann, Ast, BinOp, BoolOp, CmpOp, ConstKind, Ctx, Node, U
 from jaxcc.tokens import Tok, Tokens
 
 _BINOP = {
-    ast.Add: BinOp.Add, ast.Sub: BinOp.Sub, ast.Mult: BinOp.Mult, ast.FloorDiv: BinOp.FloorDiv,
-    ast.Mod: BinOp.Mod, ast.Pow: BinOp.Pow, ast.LShift: BinOp.LShift, ast.RShift: BinOp.RShift,
-    ast.BitAnd: BinOp.BitAnd, ast.BitOr: BinOp.BitOr, ast.BitXor: BinOp.BitXor,
+    ast.Add: BinOp.Add,
+    ast.Sub: BinOp.Sub,
+    ast.Mult: BinOp.Mult,
+    ast.FloorDiv: BinOp.FloorDiv,
+    ast.Mod: BinOp.Mod,
+    ast.Pow: BinOp.Pow,
+    ast.LShift: BinOp.LShift,
+    ast.RShift: BinOp.RShift,
+    ast.BitAnd: BinOp.BitAnd,
+    ast.BitOr: BinOp.BitOr,
+    ast.BitXor: BinOp.BitXor,
 }
-_UNARY = {ast.USub: UnaryOp.USub, ast.UAdd: UnaryOp.UAdd, ast.Invert: UnaryOp.Invert, ast.Not: UnaryOp.Not}
+_UNARY = {
+    ast.USub: UnaryOp.USub,
+    ast.UAdd: UnaryOp.UAdd,
+    ast.Invert: UnaryOp.Invert,
+    ast.Not: UnaryOp.Not,
+}
 _BOOL = {ast.And: BoolOp.And, ast.Or: BoolOp.Or}
-_CMP = {ast.Lt: CmpOp.Lt, ast.LtE: CmpOp.LtE, ast.Gt: CmpOp.Gt, ast.GtE: CmpOp.GtE,
-        ast.Eq: CmpOp.Eq, ast.NotEq: CmpOp.NotEq}
-_CMP_TOK = {CmpOp.Lt: Tok.LESS, CmpOp.LtE: Tok.LESSEQUAL, CmpOp.Gt: Tok.GREATER,
-            CmpOp.GtE: Tok.GREATEREQUAL, CmpOp.Eq: Tok.EQEQUAL, CmpOp.NotEq: Tok.NOTEQUAL}
+_CMP = {
+    ast.Lt: CmpOp.Lt,
+    ast.LtE: CmpOp.LtE,
+    ast.Gt: CmpOp.Gt,
+    ast.GtE: CmpOp.GtE,
+    ast.Eq: CmpOp.Eq,
+    ast.NotEq: CmpOp.NotEq,
+}
+_CMP_TOK = {
+    CmpOp.Lt: Tok.LESS,
+    CmpOp.LtE: Tok.LESSEQUAL,
+    CmpOp.Gt: Tok.GREATER,
+    CmpOp.GtE: Tok.GREATEREQUAL,
+    CmpOp.Eq: Tok.EQEQUAL,
+    CmpOp.NotEq: Tok.NOTEQUAL,
+}
 _UNSUPPORTED_EXPR = {
-    ast.Tuple: Unsupported.TUPLE, ast.List: Unsupported.SUBSCRIPT, ast.Subscript: Unsupported.SUBSCRIPT,
-    ast.Slice: Unsupported.SUBSCRIPT, ast.ListComp: Unsupported.SUBSCRIPT,
-    ast.Attribute: Unsupported.ATTRIBUTE, ast.Dict: Unsupported.DICT_SET, ast.Set: Unsupported.DICT_SET,
-    ast.DictComp: Unsupported.DICT_SET, ast.SetComp: Unsupported.DICT_SET,
-    ast.NamedExpr: Unsupported.WALRUS, ast.Starred: Unsupported.STAR_ARGUMENT,
+    ast.Tuple: Unsupported.TUPLE,
+    ast.List: Unsupported.SUBSCRIPT,
+    ast.Subscript: Unsupported.SUBSCRIPT,
+    ast.Slice: Unsupported.SUBSCRIPT,
+    ast.ListComp: Unsupported.SUBSCRIPT,
+    ast.Attribute: Unsupported.ATTRIBUTE,
+    ast.Dict: Unsupported.DICT_SET,
+    ast.Set: Unsupported.DICT_SET,
+    ast.DictComp: Unsupported.DICT_SET,
+    ast.SetComp: Unsupported.DICT_SET,
+    ast.NamedExpr: Unsupported.WALRUS,
+    ast.Starred: Unsupported.STAR_ARGUMENT,
 }
 _SKIP = (Tok.INDENT, Tok.DEDENT, Tok.NEWLINE, Tok.NL, Tok.COMMENT, Tok.ENDMARKER)
 
@@ -66,7 +98,9 @@ class _Fail(Exception):
 
 
 def _unsupported(detail, node):
-    return _Fail(Code.UNSUPPORTED, detail, getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
+    return _Fail(
+        Code.UNSUPPORTED, detail, getattr(node, "lineno", 0), getattr(node, "col_offset", 0)
+    )
 
 
 class _Builder:
@@ -88,7 +122,9 @@ class _Builder:
     def _add(self, kind, op, value, children, span):
         idx = len(self.rows)
         line, col, eline, ecol, ft, lt = span
-        self.rows.append([int(kind), int(op), int(value), -1, 0, len(children), ft, lt, line, col, eline, ecol])
+        self.rows.append(
+            [int(kind), int(op), int(value), -1, 0, len(children), ft, lt, line, col, eline, ecol]
+        )
         for ci, c in enumerate(children):
             self.rows[c][3] = idx
             self.rows[c][4] = ci
@@ -152,7 +188,8 @@ class _Builder:
                 is_elif = (
                     len(s.orelse) == 1
                     and isinstance(o, ast.If)
-                    and int(self.tk.kind[self.start.get((o.lineno, o.col_offset), 0)]) == Tok.KW_ELIF
+                    and int(self.tk.kind[self.start.get((o.lineno, o.col_offset), 0)])
+                    == Tok.KW_ELIF
                 )
                 kids.append(self.stmt(o) if is_elif else self.block(s.orelse))
             return self._add(Node.IF, 0, 0, kids, sp)
@@ -196,12 +233,16 @@ class _Builder:
         params = []
         for p in a.args:
             ann = self.annotation(p.annotation)
-            params.append(self._add(Node.PARAM, ann, self._name_id(p.lineno, p.col_offset), [], self._span(p)))
+            params.append(
+                self._add(Node.PARAM, ann, self._name_id(p.lineno, p.col_offset), [], self._span(p))
+            )
         rpar = self._close_paren(lpar)
         pspan = self._tok_span(lpar)[:2] + self._tok_span(rpar)[2:4] + (lpar, rpar)
         pnode = self._add(Node.PARAMS, 0, 0, params, pspan)
         body = self.block(f.body)
-        return self._add(Node.FUNCTION_DEF, ret, int(self.tk.value[name_tok]), [pnode, body], self._span(f))
+        return self._add(
+            Node.FUNCTION_DEF, ret, int(self.tk.value[name_tok]), [pnode, body], self._span(f)
+        )
 
     def _close_paren(self, lpar):
         depth = 0
@@ -225,14 +266,18 @@ class _Builder:
 
     def store(self, t, detail):
         if isinstance(t, ast.Name):
-            return self._add(Node.NAME, Ctx.Store, self._name_id(t.lineno, t.col_offset), [], self._span(t))
+            return self._add(
+                Node.NAME, Ctx.Store, self._name_id(t.lineno, t.col_offset), [], self._span(t)
+            )
         if isinstance(t, ast.Tuple) and detail == Unsupported.ASSIGN_TARGET:
             raise _unsupported(Unsupported.TUPLE, t)
         raise _unsupported(detail, t)
 
     def binop(self, op, node):
         if type(op) not in _BINOP:
-            raise _unsupported(Unsupported.TRUE_DIVISION if isinstance(op, ast.Div) else Unsupported.MATMUL, node)
+            raise _unsupported(
+                Unsupported.TRUE_DIVISION if isinstance(op, ast.Div) else Unsupported.MATMUL, node
+            )
         return _BINOP[type(op)]
 
     # -- expressions -----------------------------------------------------------
@@ -254,7 +299,9 @@ class _Builder:
                 if type(op) not in _CMP:
                     raise _unsupported(Unsupported.COMPARISON, e)
                 cop = _CMP[type(op)]
-                prev = self.rows[kids[-1]][7]  # the operator is the first token after the left operand's ...
+                prev = self.rows[kids[-1]][
+                    7
+                ]  # the operator is the first token after the left operand's ...
                 i = prev + 1
                 while i < self.n_tokens and int(self.tk.kind[i]) != _CMP_TOK[cop]:
                     i += 1  # ... skipping its closing parentheses and NL/COMMENT inside brackets
@@ -315,12 +362,26 @@ def flatten(source: str | bytes, limits: Limits = DEFAULT) -> tuple[Ast, Tokens,
     try:
         mod = ast.parse(text)
     except IndentationError as e:
-        detail = Syntax.UNEXPECTED_INDENT if "unexpected indent" in e.msg else (
-            Syntax.EXPECTED_INDENT if "expected an indented block" in e.msg else Syntax.UNINDENT_MISMATCH
+        detail = (
+            Syntax.UNEXPECTED_INDENT
+            if "unexpected indent" in e.msg
+            else (
+                Syntax.EXPECTED_INDENT
+                if "expected an indented block" in e.msg
+                else Syntax.UNINDENT_MISMATCH
+            )
         )
-        return empty, toks, _error(Code.INDENTATION, detail, e.lineno or 0, max((e.offset or 1) - 1, 0))
+        return (
+            empty,
+            toks,
+            _error(Code.INDENTATION, detail, e.lineno or 0, max((e.offset or 1) - 1, 0)),
+        )
     except SyntaxError as e:
-        return empty, toks, _error(Code.SYNTAX, Syntax.INVALID, e.lineno or 0, max((e.offset or 1) - 1, 0))
+        return (
+            empty,
+            toks,
+            _error(Code.SYNTAX, Syntax.INVALID, e.lineno or 0, max((e.offset or 1) - 1, 0)),
+        )
     b = _Builder(toks)
     try:
         b.module(mod)
