@@ -66,10 +66,11 @@ def _pow2(n: int) -> int:
 
 def examples_limits(progs: list[dict]) -> Limits:
     """DEFAULT limits with the source and token sizes cut to fit examples/*.py (the
-    bytes and tokens per program set the lexer's and parser's array sizes)."""
+    bytes and tokens per program set the lexer's and parser's array sizes), and the
+    steps raised: some examples run 1e6-2e7 instructions, as ordinary programs do."""
     if not progs:
         return Limits()
-    return Limits()._replace(
+    return Limits(max_steps=50_000_000)._replace(
         max_source_bytes=max(256, _pow2(max(p["n_bytes"] for p in progs))),
         max_tokens=max(64, _pow2(max(p["n_tokens"] for p in progs) + 8)),
     )
