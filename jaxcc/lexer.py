@@ -87,51 +87,38 @@ def _dfa_states(cls):
     return prefix[:, 0].astype(i32)
 
 
-def _indent_columns(b, is_line_start):
-    """Column reached after each byte of leading whitespace (tabs to multiples of 8,
-    form feed resets), per line.
+def _indent_columns(b, idx, line_start, pos):
+    """tokenize's indentation column of each line (tabs to multiples of 8, form feed
+    resets), evaluated at every byte for the line it starts; pos is the line's first
+    byte not in [ \\t\\f].
 
-    Equivalent sequential Python (tokenize's loop), evaluated at every byte::
+    Equivalent sequential Python::
 
         col = 0
-        for i, ch in enumerate(b):
-            if is_line_start[i]: col = 0
+        for ch in line[:pos]:
             if ch == ' ': col += 1
             elif ch == '\\t': col = (col // 8 + 1) * 8
             elif ch == '\\f': col = 0
-            out[i] = col     # meaningful only inside leading whitespace
 
-    A byte is a map x -> x + a (m=0), x -> 8*((x + a)//8) + c (m=1) or x -> c (m=2);
-    this family is closed under composition, so an associative scan composes them.
+    Closed form: after the last form feed, a tab ending a run of s spaces adds
+    s // 8 + 1 eights, and the spaces after the last tab add one each; so prefix sums
+    of per-tab contributions and prefix maxes of the last tab / form feed suffice.
     """
     sp = b == ord(" ")
     tab = b == ord("\t")
-    m = jnp.where(sp, 0, jnp.where(tab, 1, 2)).astype(i32)
-    a = jnp.where(sp, 1, 0).astype(i32)
-    c = jnp.where(tab, 8, 0).astype(i32)
-    # a line start applies its map to 0: a constant, which forgets what came before
-    c = jnp.where(is_line_start & sp, 1, c)
-    m = jnp.where(is_line_start, 2, m)
-
-    def apply(m2, a2, c2, x):
-        return jnp.where(m2 == 0, x + a2, jnp.where(m2 == 1, 8 * ((x + a2) // 8) + c2, c2))
-
-    def compose(f, g):
-        fm, fa, fc = f
-        gm, ga, gc = g
-        # f constant: constant g(f)
-        k_const = apply(gm, ga, gc, fc)
-        rm = jnp.where((gm == 2) | (fm == 2), 2, jnp.where((fm == 0) & (gm == 0), 0, 1))
-        ra = jnp.where(fm == 0, fa + ga, fa)
-        rc1 = jnp.where(
-            (fm == 0) & (gm == 1), gc, jnp.where(gm == 0, fc + ga, 8 * ((fc + ga) // 8) + gc)
-        )
-        rc = jnp.where(gm == 2, gc, jnp.where(fm == 2, k_const, rc1))
-        ra = jnp.where(rm == 2, 0, ra)
-        return rm, ra, rc
-
-    _, _, col = lax.associative_scan(compose, (m, a, c), axis=0)
-    return col
+    ff = b == ord("\f")
+    last_nonsp = _cummax(jnp.where(sp, -1, idx))
+    run_before = idx - _shift_right(last_nonsp, -1) - 1  # spaces just before i
+    contrib = jnp.where(tab, run_before // 8 + 1, 0).astype(i32)
+    tc = jnp.cumsum(contrib)
+    last_ff = _cummax(jnp.where(ff, idx, -1))
+    last_tab = _cummax(jnp.where(tab, idx, -1))
+    p1 = pos - 1
+    seg = jnp.maximum(line_start, _at(last_ff, p1, -1) + 1)  # after the last form feed
+    tabs8 = _at(tc, p1, 0) - _at(tc, seg - 1, 0)
+    lt = _at(last_tab, p1, -1)
+    tail = pos - jnp.maximum(jnp.where(lt >= seg, lt + 1, seg), seg)
+    return jnp.where(pos > line_start, 8 * tabs8 + tail, 0)
 
 
 # --------------------------------------------------------------------------- one program
@@ -159,7 +146,7 @@ def _bounds(is_start, idx, n):
     return tok_start, tok_end
 
 
-def _lex_one(src, length, limits: Limits):
+def _lex_one(src, length, limits: Limits, hash_muls=LT.HASH_MULS):
     N = src.shape[0]
     T = limits.max_tokens
     K = T + 2  # statement lines kept (each but the last ends with a NEWLINE token)
@@ -248,8 +235,7 @@ def _lex_one(src, length, limits: Limits):
     pos = first_nonws  # at line starts: tokenize's `pos`
     pos_b = _at(b, pos, LT.PAD_BYTE)
     blank = (pos >= n) | (pos_b == ord("#")) | (pos_b == ord("\r")) | (pos_b == ord("\n"))
-    colmap = _indent_columns(b, is_ls)
-    column = jnp.where(pos > idx, _at(colmap, pos - 1, 0), 0)
+    column = _indent_columns(b, idx, idx, pos)  # meaningful at line starts
     stmt_line = is_stmt_mode & ~blank  # lines that take part in indentation
     line_blank_stmt = (is_stmt_mode & blank)[line_start]  # per byte: its line is a blank one
 
@@ -537,7 +523,9 @@ def _lex_one(src, length, limits: Limits):
     )
     n_emit = jnp.where(has_err, before_err, total_bytes + eof_count)
     # the token limit: the first token that does not fit is the error
-    over = n_emit > T
+    # (host_lex checks the token count before the depth of an INDENT at index T)
+    depth_err = (which == 3) & ~k_bad_dedent[i_k]
+    over = (n_emit > T) | (has_err & depth_err & (n_emit >= T))
 
     # ---- fill the T+1 output slots: each slot finds the event covering it
     TS = T + 1
@@ -634,7 +622,19 @@ def _lex_one(src, length, limits: Limits):
 
     # ---- interning user names (values of NAME tokens in the first T slots)
     value_out = _intern(
-        out, typ, eid, b, idx, is_start, t_name & n_user, tok_start, tok_end, tok_base, N, T
+        out,
+        typ,
+        eid,
+        b,
+        idx,
+        is_start,
+        t_name & n_user,
+        tok_start,
+        tok_end,
+        tok_base,
+        N,
+        T,
+        hash_muls,
     )
     value_out = jnp.where(live & (typ == 2) & n_user[tid], value_out, out.value)
 
@@ -643,9 +643,9 @@ def _lex_one(src, length, limits: Limits):
     na_any = jnp.any(non_ascii)
     na_i = jnp.argmax(non_ascii)
     too_long = length > N
-    code_d = jnp.where(has_err, e_code_d, jnp.where(over, Code.LIMIT * 64 + Limit.TOKENS, 0))
-    e_line = jnp.where(has_err, e_line, jnp.where(over, over_line, 0))
-    e_col = jnp.where(has_err, e_col, jnp.where(over, over_col, 0))
+    code_d = jnp.where(over, Code.LIMIT * 64 + Limit.TOKENS, jnp.where(has_err, e_code_d, 0))
+    e_line = jnp.where(over & (n_emit > T), over_line, e_line)
+    e_col = jnp.where(over & (n_emit > T), over_col, e_col)
     code_d = jnp.where(na_any, Code.UNSUPPORTED * 64 + Unsupported.NON_ASCII, code_d)
     e_line = jnp.where(na_any, line_no[na_i], e_line)
     e_col = jnp.where(na_any, col[na_i], e_col)
@@ -722,7 +722,9 @@ def _indent_stack(c, ok, max_indent: int):
     return _Stack(depth=acc, mismatch=mismatch)
 
 
-def _intern(out, typ, eid, b, idx, is_start, user_start, tok_start, tok_end, tok_base, N, T):
+def _intern(
+    out, typ, eid, b, idx, is_start, user_start, tok_start, tok_end, tok_base, N, T, hash_muls
+):
     """Interned ids of user names in the output slots: equal names get equal ids, dense
     from N_RESERVED_NAMES in order of first occurrence.
 
@@ -741,7 +743,7 @@ def _intern(out, typ, eid, b, idx, is_start, user_start, tok_start, tok_end, tok
     is_user = (typ == 2) & user_start[tid]
     # polynomial hashes of each token's bytes: sum b[i] * mul**i, scaled by mul**-start
     hs = []
-    for mul in LT.HASH_MULS:
+    for mul in hash_muls:
         pw, inv = LT.hash_powers(N, mul)
         h = jnp.cumsum(
             jnp.where(idx < N, (b & 0xFF).astype(u32) * jnp.asarray(pw), 0).astype(u32), dtype=u32
@@ -783,9 +785,11 @@ def _intern(out, typ, eid, b, idx, is_start, user_start, tok_start, tok_end, tok
 # --------------------------------------------------------------------------- API
 
 
-@functools.partial(jax.jit, static_argnames=("limits",))
-def _lex_jit(source, length, limits):
-    return jax.vmap(functools.partial(_lex_one, limits=limits))(source, length)
+def _lex_batched(source, length, limits, hash_muls=LT.HASH_MULS):
+    return jax.vmap(functools.partial(_lex_one, limits=limits, hash_muls=hash_muls))(source, length)
+
+
+_lex_jit = jax.jit(_lex_batched, static_argnames=("limits", "hash_muls"))
 
 
 def lex(source, length, limits: Limits = DEFAULT) -> tuple[Tokens, Error]:
@@ -834,11 +838,22 @@ def format_tokens(data: bytes, toks, n: int, exact: bool = False) -> list[str]:
     return lines
 
 
+def cli_limits(n_bytes: int) -> Limits:
+    """Limits for one file of n_bytes: N the next power of two (>= 512), T = 2N. Every
+    token but DEDENTs and the EOF ones covers a byte, and DEDENTs never outnumber the
+    INDENTs (which cover bytes), so T = 2N never overflows; max_indent as CPython's 100."""
+    from jaxcc.limits import CLI
+
+    N = 512
+    while N < n_bytes:
+        N *= 2
+    return Limits(max_source_bytes=N, max_tokens=2 * N, max_indent=CLI.max_indent)
+
+
 def main(argv=None) -> int:
     import argparse
 
     from jaxcc.errors import EXCEPTION_NAME, message
-    from jaxcc.limits import CLI
 
     ap = argparse.ArgumentParser(prog="python -m jaxcc.lexer")
     ap.add_argument("filename")
@@ -846,9 +861,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     with open(args.filename, "rb") as f:
         data = f.read()
-    limits = CLI
-    while len(data) > limits.max_source_bytes and limits.max_source_bytes < (1 << 24):
-        limits = limits._replace(max_source_bytes=limits.max_source_bytes * 4)
+    limits = cli_limits(len(data))
     src, length = encode([data], limits)
     toks, err = lex(src, length, limits)
     toks = jax.tree.map(lambda x: np.asarray(x[0]), toks)
