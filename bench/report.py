@@ -203,4 +203,44 @@ def plots(out_dir: str, meta_: dict, rows: list[dict]) -> list[str]:
         fig.savefig(path, dpi=120, metadata={"Description": json.dumps(meta_)})
         plt.close(fig)
         written.append(path)
+    path = _plot_vs_baselines(plt, out_dir, meta_, rows)
+    if path:
+        written.append(path)
     return written
+
+
+def _plot_vs_baselines(plt, out_dir: str, meta_: dict, rows: list[dict]) -> str | None:
+    """The loop and the cpu_centric pipeline against batch size, with the CPython
+    baselines (one number each, independent of batch) as horizontal lines."""
+    curves: dict = {}
+    flat: dict = {}
+    for r in rows:
+        if r.get("throughput") is None or r.get("unit") != "programs/s":
+            continue
+        if r.get("bench") in ("loop", "cpu_centric") and r.get("batch"):
+            curves.setdefault(f"{r['bench']} {r.get('size')}", []).append(
+                (r["batch"], r["throughput"])
+            )
+        elif r.get("bench") in ("cpython", "cpython_pool", "reference"):
+            flat[f"{r['bench']} {r.get('size')}"] = r["throughput"]
+    if not curves:
+        return None
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for label, pts in sorted(curves.items()):
+        pts.sort()
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=label)
+    for label, y in sorted(flat.items()):
+        ax.axhline(y, linestyle="--", linewidth=1, label=label)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("batch size (programs in one call)")
+    ax.set_ylabel("programs/s (compile, run, test)")
+    ax.set_title("jaxcc compile-run-test loop vs host baselines")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.text(0.01, 0.01, meta_line(meta_), fontsize=6, alpha=0.7)
+    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    path = os.path.join(out_dir, "plot_loop_vs_baselines.png")
+    fig.savefig(path, dpi=120, metadata={"Description": json.dumps(meta_)})
+    plt.close(fig)
+    return path
