@@ -70,6 +70,7 @@ class Layout(NamedTuple):
     stack0: int  # physical index of value-stack slot 0; slots hold (value, stamp)
     frame0: int  # frame records: 2 pairs each, (ret_pc, fp), (fn, serial); D of them
     out0: int  # output items (kind, value); O of them
+    res: int  # one pair (result or detail, 0), written by the step that stops the lane
     size: int  # M: number of pairs
     drop: int  # first index of writes to discard (>= size; drop and drop + 1 are used)
 
@@ -78,18 +79,20 @@ def layout(limits: Limits) -> Layout:
     stack0 = _GUARD
     frame0 = stack0 + limits.max_stack
     out0 = frame0 + 2 * limits.max_depth
-    size = out0 + limits.max_output
-    return Layout(stack0, frame0, out0, size, size)
+    res = out0 + limits.max_output
+    size = res + 1
+    return Layout(stack0, frame0, out0, res, size, size)
 
 
 class Tables(NamedTuple):
     """The programs, re-packed for one gather per fetch (shared by all lanes; P programs)."""
 
-    code: object  # Int32[Array, "P I 2"]  (op, arg)
+    code: object  # Int32[Array, "P I+2F 2"]  rows < I: (op, arg); then two rows per
+    #               function: (entry, nparams), (nlocals, maxstack). One array, so a
+    #               table read that a step does not need can hit the instruction's sector.
     line: object  # Int32[Array, "P I"]
-    n_code: object  # Int32[Array, "P"]
-    fn: object  # Int32[Array, "P F 4"]  (entry, nparams, nlocals, maxstack)
-    n_funcs: object  # Int32[Array, "P"]
+    n_code: object  # Int32[Array, "P"]  clipped to [0, I]
+    n_funcs: object  # Int32[Array, "P"]  clipped to [0, F]
 
 
 class Lane(NamedTuple):
@@ -97,6 +100,8 @@ class Lane(NamedTuple):
 
     pid: object  # which program of Tables this lane runs (loop-invariant)
     budget: object  # step budget of this lane (loop-invariant)
+    n_code: object  # its program's n_code and n_funcs (loop-invariant copies)
+    n_funcs: object
     pc: object
     sp: object  # first free value-stack slot (logical index)
     fp: object  # frame base: slot of local 0 of the current frame
@@ -108,7 +113,6 @@ class Lane(NamedTuple):
     maxstack: object
     steps: object  # instructions started
     status: object  # Code.RUNNING while running
-    aux: object  # the result (status OK) or the detail (status VALUE)
     n_out: object
     mem: object  # Int32[Array, "M 2"]  see Layout
 
@@ -118,8 +122,7 @@ def _i32(x):
 
 
 def _tables(program: isa.Program) -> Tables:
-    op = _i32(program.op)
-    code = jnp.stack([op, _i32(program.arg)], axis=-1)
+    code = jnp.stack([_i32(program.op), _i32(program.arg)], axis=-1)  # [P, I, 2]
     fn = jnp.stack(
         [
             _i32(program.fn_entry),
@@ -128,11 +131,24 @@ def _tables(program: isa.Program) -> Tables:
             _i32(program.fn_maxstack),
         ],
         axis=-1,
-    )
+    )  # [P, F, 4]
+    n_i, n_f = code.shape[-2], fn.shape[-2]
+    fn_rows = jnp.reshape(fn, (fn.shape[0], 2 * n_f, 2))
     # garbage sizes only shrink what is valid (as the reference interpreter does)
-    n_code = jnp.clip(_i32(program.n_code), 0, code.shape[-2])
-    n_funcs = jnp.clip(_i32(program.n_funcs), 0, fn.shape[-2])
-    return Tables(code, _i32(program.line), n_code, fn, n_funcs)
+    n_code = jnp.clip(_i32(program.n_code), 0, n_i)
+    n_funcs = jnp.clip(_i32(program.n_funcs), 0, n_f)
+    return Tables(jnp.concatenate([code, fn_rows], axis=1), _i32(program.line), n_code, n_funcs)
+
+
+def _fn_row(t: Tables, pid, f, use=True, pc=0):
+    """(entry, nparams, nlocals, maxstack) of function f (clipped into the table) of
+    program pid; when ``use`` is false, reads next to instruction pc instead (the caller
+    ignores the value; the read then hits the instruction's memory)."""
+    n_i = t.line.shape[-1]
+    n_f = (t.code.shape[-2] - n_i) // 2
+    row = jnp.where(use, n_i + 2 * jnp.clip(f, 0, n_f - 1), pc)
+    r = _get(t.code, (pid, row, 0), (1, 2, 2))[0]
+    return r[0, 0], r[0, 1], r[1, 0], r[1, 1]
 
 
 # ----------------------------------------------------------------------------------------
@@ -341,8 +357,8 @@ def _step(t: Tables, lay: Layout, limits: Limits, s: Lane) -> Lane:
         execute o (at most two value-stack / frame / output pairs written)
     """
     run = s.status == Code.RUNNING
-    n_code = t.n_code[s.pid]
-    n_funcs = t.n_funcs[s.pid]
+    n_code = s.n_code
+    n_funcs = s.n_funcs
     ins = _get(t.code, (s.pid, s.pc, 0), (1, 1, 2))[0, 0]
     o, a = ins[0], ins[1]
     pc_ok = (s.pc >= 0) & (s.pc < n_code)
@@ -358,18 +374,20 @@ def _step(t: Tables, lay: Layout, limits: Limits, s: Lane) -> Lane:
     win = _get(s.mem, (s.sp + (lay.stack0 - _GUARD), 0), (3, 2))
     third, second, top = win[0, 0], win[1, 0], win[2, 0]
     # the one slot an instruction addresses: a local (SLOT) or sp - d (PRINT's DEPTH)
+    # (reads an instruction does not need point at the operand window or at the
+    # instruction itself, memory this step reads anyway)
     is_slot = kind == ArgKind.SLOT
-    slot_i = jnp.where(is_slot, s.fp + a, s.sp - a)
+    slot_i = jnp.where(is_slot, s.fp + a, jnp.where(kind == ArgKind.DEPTH, s.sp - a, s.sp - 1))
     slot = _get(s.mem, (lay.stack0 + slot_i, 0), (1, 2))[0]
     # the caller's frame record (for RETURN_VALUE)
-    rec = _get(s.mem, (lay.frame0 + 2 * (s.depth - 2), 0), (2, 2))
-    ret_pc, ret_fp, ret_fn, ret_serial = rec[0, 0], rec[0, 1], rec[1, 0], rec[1, 1]
-    # one function-table row: the callee (CALL) or the caller (RETURN_VALUE)
     is_call = o == Op.CALL
     is_ret = o == Op.RETURN_VALUE
+    rec_at = jnp.where(is_ret, lay.frame0 + 2 * (s.depth - 2), lay.stack0 + s.sp - 2)
+    rec = _get(s.mem, (rec_at, 0), (2, 2))
+    ret_pc, ret_fp, ret_fn, ret_serial = rec[0, 0], rec[0, 1], rec[1, 0], rec[1, 1]
+    # one function-table row: the callee (CALL) or the caller (RETURN_VALUE)
     which = jnp.where(is_ret, ret_fn, a)
-    frow = _get(t.fn, (s.pid, which, 0), (1, 1, 4))[0, 0]
-    f_entry, f_np, f_nl, f_ms = frow[0], frow[1], frow[2], frow[3]
+    f_entry, f_np, f_nl, f_ms = _fn_row(t, s.pid, which, is_call | is_ret, s.pc)
 
     # check 3: the argument
     arg_bad = (
@@ -500,16 +518,21 @@ def _step(t: Tables, lay: Layout, limits: Limits, s: Lane) -> Lane:
     v2a = jnp.where(is_call, s.fn, rc)
     v2b = jnp.where(is_call, s.serial, ser)
 
-    # writes happen only for a completed instruction and only in bounds (else dropped)
-    w1 = go & (i1 >= 0) & (i1 < lay.size)
+    # the step that stops a lane writes its result (OK) or detail (VALUE) instead
+    stops = run & ~go
+    i1 = jnp.where(stops, lay.res, i1)
+    v1a = jnp.where(
+        stops,
+        jnp.where(new_status == Code.OK, top, jnp.where(new_status == Code.VALUE, d5, 0)),
+        v1a,
+    )
+    v1b = jnp.where(stops, 0, v1b)
+    # writes happen only for a completed (or stopping) step, only in bounds (else dropped)
+    w1 = (go | stops) & (i1 >= 0) & (i1 < lay.size)
     w2 = go & (i2 >= 0) & (i2 < lay.size)
     idx = jnp.stack([jnp.where(w1, i1, lay.drop), jnp.where(w2, i2, lay.drop + 1)])
     vals = jnp.stack([jnp.stack([v1a, v1b]), jnp.stack([v2a, v2b])])
     mem = s.mem.at[idx].set(vals, mode="drop", unique_indices=True)
-
-    halt_ok = run & (new_status == Code.OK)
-    aux = jnp.where(halt_ok, top, s.aux)
-    aux = jnp.where(run & (new_status == Code.VALUE), d5, aux)
 
     def upd(new, old):
         return jnp.where(go, new, old)
@@ -517,6 +540,8 @@ def _step(t: Tables, lay: Layout, limits: Limits, s: Lane) -> Lane:
     return Lane(
         pid=s.pid,
         budget=s.budget,
+        n_code=s.n_code,
+        n_funcs=s.n_funcs,
         pc=upd(pc, s.pc),
         sp=upd(sp, s.sp),
         fp=upd(fp, s.fp),
@@ -528,7 +553,6 @@ def _step(t: Tables, lay: Layout, limits: Limits, s: Lane) -> Lane:
         maxstack=upd(maxstack, s.maxstack),
         steps=steps,
         status=jnp.where(run, new_status, s.status),
-        aux=aux,
         n_out=upd(n_out, s.n_out),
         mem=mem,
     )
@@ -548,8 +572,7 @@ def _init(t: Tables, lay: Layout, limits: Limits, pid, entry, args, budget) -> L
     """
     n_funcs = t.n_funcs[pid]
     entry_bad = (entry < 0) | (entry >= n_funcs)
-    frow = _get(t.fn, (pid, entry, 0), (1, 1, 4))[0, 0]
-    f_entry, f_np, f_nl, f_ms = frow[0], frow[1], frow[2], frow[3]
+    f_entry, f_np, f_nl, f_ms = _fn_row(t, pid, entry)
     malformed = (f_np < 0) | (f_nl < f_np) | (f_ms < 0) | (f_entry < 0) | (f_entry >= t.n_code[pid])
     too_big = (f_nl > limits.max_stack) | (f_ms > limits.max_stack - f_nl)
     status = jnp.where(
@@ -567,6 +590,8 @@ def _init(t: Tables, lay: Layout, limits: Limits, pid, entry, args, budget) -> L
     return Lane(
         pid=pid,
         budget=jnp.clip(budget, 0, limits.max_steps),
+        n_code=t.n_code[pid],
+        n_funcs=n_funcs,
         pc=_i32(pc),
         sp=f_nl,
         fp=zero,
@@ -578,23 +603,22 @@ def _init(t: Tables, lay: Layout, limits: Limits, pid, entry, args, budget) -> L
         maxstack=f_ms,
         steps=zero,
         status=_i32(status),
-        aux=zero,
         n_out=zero,
         mem=mem,
     )
 
 
 def _finish(t: Tables, lay: Layout, limits: Limits, s: Lane) -> isa.RunResult:
-    pc_ok = (s.pc >= 0) & (s.pc < t.n_code[s.pid])
+    pc_ok = (s.pc >= 0) & (s.pc < s.n_code)
     line = jnp.where(pc_ok, _get(t.line, (s.pid, s.pc), (1, 1))[0, 0], 0)
     out = s.mem[lay.out0 : lay.out0 + limits.max_output]
     return isa.RunResult(
         status=s.status,
-        detail=jnp.where(s.status == Code.VALUE, s.aux, 0),
+        detail=jnp.where(s.status == Code.VALUE, s.mem[lay.res, 0], 0),
         pc=s.pc,
         line=line,
         fn=s.fn,
-        result=jnp.where(s.status == Code.OK, s.aux, 0),
+        result=jnp.where(s.status == Code.OK, s.mem[lay.res, 0], 0),
         out_kind=out[:, 0],
         out_val=out[:, 1],
         n_out=s.n_out,
