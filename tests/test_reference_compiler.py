@@ -14,6 +14,7 @@ import warnings
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from jaxcc import isa
 from jaxcc.errors import EXCEPTION_NAME, Code, Limit, Syntax, Type, Unsupported
@@ -561,3 +562,27 @@ def test_examples_directory():
             assert want[0].startswith(got[0]), name
         else:
             assert got == want, name
+
+
+# --- robustness: any input gives an Error, never an exception ----------------------------
+
+_PIECES = ["def ", "f", "(", ")", "a", ",", ":", "\n", "    ", "return ", "if ", "else", "while ",
+           "for ", " in ", "range(", "print(", " and ", " or ", "not ", "True", "None", "1",
+           "2147483648", "-", "+", "<", "==", "=", "+=", "break", "continue", "pass", " ",
+           "#", ";", "\t", "x", "0x", "_", "**", "//", "1.5", "'", "[", "\\\n"]  # fmt: skip
+
+
+@settings(max_examples=60 * SCALE, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(_PIECES), max_size=40))
+def test_any_input_gives_an_error_or_well_formed_code(pieces):
+    src = "".join(pieces)
+    c = compile_source(src)
+    assert isinstance(c.error.code, int) and c.error.code in set(Code)
+    if c.error.code == Code.OK:
+        check_well_formed(c.program)
+    else:
+        assert c.error.code in (Code.SYNTAX, Code.INDENTATION, Code.TYPE, Code.NAME,
+                                Code.UNSUPPORTED, Code.LIMIT)  # fmt: skip
+        e = cpython_syntax_error(src)
+        if e is not None:  # CPython's syntax errors come first, at CPython's position
+            assert (c.error.line, c.error.col) == (e.lineno, max((e.offset or 1) - 1, 0))
