@@ -41,6 +41,9 @@ _CALL_BUDGET = 4000
 _LOOP_BUDGET = 60
 _MAX_REC_DEPTH = 4  # literal depth passed to recursive functions from outside
 
+_KEYWORDISH = ("iff", "nota", "orr", "andy", "elsewhere", "inx", "isx", "returns", "passed",
+               "True_", "None_", "_", "printer", "ranger", "absx", "defx", "forx", "whilex",
+               "breakx", "l", "O", "int_", "bool_", "maxi", "lambda_", "classy")  # fmt: skip
 _CMP_OPS = (ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq, ast.NotEq)
 _COMMENTS = (
     "note",
@@ -67,7 +70,9 @@ class _R:
 
     def chance(self, pct: int) -> bool:
         """True with probability pct/100 (shrinks to False)."""
-        return pct > 0 and self.draw(st.integers(0, 99)) >= 100 - pct
+        # Hypothesis draws an integer range's upper end far more often than the
+        # others: 100 is mapped to False so that pct stays close to the real frequency
+        return pct > 0 and 100 - pct <= self.draw(st.integers(0, 100)) < 100
 
     def pick(self, seq):
         return seq[self.int(0, len(seq) - 1)]
@@ -76,7 +81,7 @@ class _R:
         """pairs: [(weight, item)] with weight >= 0; shrinks toward the first item."""
         pairs = [(w, x) for w, x in pairs if w > 0]
         total = sum(w for w, _ in pairs)
-        k = self.int(0, total - 1)
+        k = self.int(0, total) % total  # the (over-drawn) upper end counts as the first
         for w, x in pairs:
             if k < w:
                 return x
@@ -145,10 +150,19 @@ class _Gen:
         self.counter = 0
         self.trips: dict[int, int] = {}  # id(loop node) -> trip bound (for costs)
         self.called: set[str] = set()  # functions with at least one call site
+        self.style = 0  # how fresh names look
+        self.top: _Scope | None = None  # the module body's scope
 
     def fresh(self, prefix: str) -> str:
         self.counter += 1
-        return f"{prefix}{self.counter}"
+        n = self.counter
+        if self.style == 1:  # names that start like keywords or builtins
+            return f"{_KEYWORDISH[(n * 7 + len(prefix)) % len(_KEYWORDISH)]}{n}"
+        if self.style == 2:
+            return f"_{prefix}_{n}"
+        if self.style == 3:
+            return f"{prefix.upper()}{n}"
+        return f"{prefix}{n}"
 
     # ---------------------------------------------------------------- expressions
 
@@ -160,10 +174,12 @@ class _Gen:
             [
                 (60, lambda: r.int(0, 9)),
                 (25, lambda: r.int(10, 1000)),
-                (5, lambda: r.pick((INT_MAX, 2**30, 65535, 65536, 46340, 46341, 2**31 - 2))),
+                (5, lambda: r.pick((INT_MAX, 2**30, 65535, 65536, 46340, 46341, -(2**31)))),
                 (10, lambda: r.int(0, INT_MAX)),
             ]
         )()
+        if v == -(2**31):  # the one literal allowed only under unary minus
+            return ast.UnaryOp(ast.USub(), ast.Constant(2**31))
         return ast.Constant(v)
 
     def leaf(self, sc: _Scope, ty: str) -> ast.expr:
@@ -306,9 +322,10 @@ class _Gen:
         if kind == "compare":
             n = r.weighted([(70, 1), (22, 2), (8, 3)])
             t = INT if r.chance(90) else BOOL
-            left = self.expr(sc, t, f - 1)
+            mixed = r.chance(10)  # int and bool operands may be compared
+            left = self.expr(sc, self.operand_type() if mixed else t, f - 1)
             ops = [r.pick(_CMP_OPS)() for _ in range(n)]
-            rest = [self.expr(sc, t, f - 1) for _ in range(n)]
+            rest = [self.expr(sc, self.operand_type() if mixed else t, f - 1) for _ in range(n)]
             return ast.Compare(left, ops, rest)
         raise AssertionError(kind)
 
@@ -352,6 +369,11 @@ class _Gen:
             ty = self.operand_type()
             value = self.expr(sc, ty, ef)
             name = self.fresh("v" if in_fn else "g")
+            if in_fn and self.top is not None and r.chance(12):
+                # a local may reuse a module variable's name (it is a new local)
+                shadow = [n for n in self.top.types if n not in sc.types]
+                if shadow:
+                    name = r.pick(shadow)
             sc.declare(name, ty)
             return ast.Assign([_name(name, ast.Store())], value)
         if kind == "assign":
@@ -404,9 +426,10 @@ class _Gen:
         if kind == "exprstmt":
             return ast.Expr(self.expr(sc, self.operand_type(), ef))
         if kind == "assert":
-            e = self.expr(sc, BOOL, ef)
-            if r.chance(75):  # mostly true: `assert e or True`
-                e = ast.BoolOp(ast.Or(), [e, ast.Constant(True)])
+            ty = self.operand_type()
+            e = self.expr(sc, ty, ef)
+            if r.chance(75):  # mostly true: `assert e or True` (`e or 1`)
+                e = ast.BoolOp(ast.Or(), [e, ast.Constant(True if ty == BOOL else 1)])
             return ast.Assert(e, None)
         if kind == "pass":
             return ast.Pass()
@@ -426,7 +449,19 @@ class _Gen:
         raise AssertionError(kind)
 
     def ret(self, sc: _Scope) -> ast.Return:
+        r = self.r
         if sc.fn.ret == NONE:
+            # `return`, `return None`, or `return` of a None-typed call
+            kind = r.weighted([(70, "bare"), (10, "none"), (10, "print"), (10, "call")])
+            if kind == "none":
+                return ast.Return(ast.Constant(None))
+            if kind == "print":
+                n = r.int(0, 2)
+                args = [self.expr(sc, self.operand_type(), self.fuel - 1) for _ in range(n)]
+                return ast.Return(_call("print", args))
+            calls = self.callable_fns(sc, NONE)
+            if kind == "call" and calls:
+                return ast.Return(self.call(sc, r.pick(calls), self.fuel))
             return ast.Return(None)
         return ast.Return(self.expr(sc, sc.fn.ret, self.fuel))
 
@@ -635,18 +670,29 @@ class _Gen:
         funcs: list[_Fn] = []
         top = _Scope(None, funcs)
         body: list[ast.stmt] = []
+        self.top = top
+        self.style = r.weighted([(70, 0), (10, 1), (10, 2), (10, 3)])
         n_fn = r.int(0, self.max_functions)
         fn_types: dict[str, tuple] = {}
-        if r.chance(30):
+        # defs first, in any order: a function may call one defined later in the source
+        # (every module statement runs after all defs, so CPython agrees)
+        defs_first = n_fn > 1 and r.chance(20)
+        if r.chance(30) and not defs_first:
             body += self.block(top, self.fuel_stmt)
+        defs = []
         for _ in range(n_fn):
             node, fn = self.function(list(funcs))
             funcs.append(fn)
             fn_types[fn.name] = fn.params
-            body.append(node)
             top.funcs = funcs
+            if defs_first:
+                defs.append(node)
+                continue
+            body.append(node)
             if r.chance(50):
                 body += self.block(top, self.fuel_stmt)
+        while defs:
+            body.append(defs.pop(r.int(0, len(defs) - 1)))
         body += self.block(top, self.fuel_stmt)
         for node in body:
             # a parameter without call sites is an int: annotate bool ones
