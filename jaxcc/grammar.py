@@ -298,6 +298,7 @@ FLAG_COLON = 1  # ':' is acceptable
 FLAG_COLON_ONLY = 2  # ':' is the only acceptable token
 FLAG_INDENT = 4  # INDENT is acceptable (a block must start here)
 FLAG_DISJUNCTION = 8  # the state is reached by a symbol that can be part of a disjunction
+FLAG_IFEXP = 16  # the state is reached by the 'if' of a conditional expression
 
 # Symbols that make up CPython's `disjunction` (an expression without `if`/`lambda`):
 # used to find where "invalid syntax. Perhaps you forgot a comma?" points.
@@ -437,10 +438,12 @@ def build_tables() -> Tables:
     goto = np.where(goto < 0, 0, goto).astype(np.int32)  # never read: no such (s, X)
 
     flags = np.zeros(S, np.int32)
-    for s, row in states.items():
+    for row in states.values():
         for sym, (kind, arg) in row.items():
             if kind.name == "Shift" and sym in DISJUNCTION_SYMBOLS:
                 flags[order[arg]] |= FLAG_DISJUNCTION  # an LR state has one accessing symbol
+            if kind.name == "Shift" and sym == "KW_IF" and "test" not in states[arg]:
+                flags[order[arg]] |= FLAG_IFEXP  # a statement's 'if' is followed by a test
     ok = action != 0
     ok[:, Tok.PAD] = False
     flags |= np.where(ok[:, Tok.COLON], FLAG_COLON, 0).astype(np.int32)

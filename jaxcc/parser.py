@@ -325,12 +325,18 @@ def _error_class(code):
     return jnp.where((code == Code.SYNTAX) | (code == Code.INDENTATION), 0, 1)
 
 
-def _missing_comma(c: _Carry, tok: Tokens, flags):
-    """Where CPython reports two juxtaposed expressions inside brackets, ``f(a b)``:
-    "invalid syntax. Perhaps you forgot a comma?" points at the start of the first one,
-    the disjunction that ends just before the offending token. It is the run of stack
-    entries on top that are parts of a disjunction (by their state's accessing symbol)
-    or lie inside deeper brackets. Returns the token to report (or c.err_tok)."""
+def _cpython_error_token(c: _Carry, tok: Tokens, flags):
+    """The token CPython's special syntax-error rules point at, else c.err_tok.
+
+    * ``a if b c`` (a conditional expression without ``else``): CPython says "expected
+      'else' after 'if' expression" at ``a``, whatever follows ``b``;
+    * ``f(a b)`` (two juxtaposed expressions inside brackets): "invalid syntax. Perhaps
+      you forgot a comma?" at the start of the first one, the disjunction that ends
+      just before the offending token.
+
+    Both look at the run of stack entries on top that are parts of a disjunction (by
+    their state's accessing symbol) or lie inside deeper brackets, and at the entry
+    just below that run."""
     T = tok.kind.shape[-1]
     D = c.stack.shape[0]
     t = jnp.clip(c.err_tok, 0, T - 1)
@@ -342,19 +348,27 @@ def _missing_comma(c: _Carry, tok: Tokens, flags):
         (a == Tok.NAME) | (a == Tok.NUMBER) | (a == Tok.KW_TRUE) | (a == Tok.KW_FALSE)
         | (a == Tok.KW_NONE) | (a == Tok.TILDE)
     )  # fmt: skip
-    applies = (
-        (c.err_code == Code.SYNTAX) & (c.err_detail == Syntax.INVALID) & (c.err_tok >= 0)
-        & starts_expr & (depth_before[t] > 0)
-    )  # fmt: skip
+    syntax = (c.err_code == Code.SYNTAX) & (c.err_tok >= 0)
     i = jnp.arange(D, dtype=I32)
     st = c.stack[:, _S_STATE]
     first = jnp.clip(c.stack[:, _S_FIRST], 0, T - 1)
     part = ((flags[st] & G.FLAG_DISJUNCTION) != 0) | (depth_after[first] > depth_before[t])
     part = part & (i > 0)
-    j = jnp.max(jnp.where((i < c.sp) & ~part, i, 0))
-    start = j + 1
-    use = applies & (start < c.sp)
-    return jnp.where(use, c.stack[jnp.clip(start, 0, D - 1), _S_FIRST], c.err_tok)
+    j = jnp.max(jnp.where((i < c.sp) & ~part, i, 0))  # the entry below the run
+    has_run = j + 1 < c.sp
+    ifexp = (
+        syntax & has_run & (j >= 1) & ((flags[st[j]] & G.FLAG_IFEXP) != 0)
+        & (a != Tok.KW_ELSE) & (a != Tok.COLON)
+    )  # fmt: skip
+    comma = (
+        syntax & has_run & (c.err_detail == Syntax.INVALID) & starts_expr
+        & (depth_before[t] > 0)
+    )  # fmt: skip
+    return jnp.where(
+        ifexp,
+        c.stack[jnp.clip(j - 1, 0, D - 1), _S_FIRST],
+        jnp.where(comma, c.stack[jnp.clip(j + 1, 0, D - 1), _S_FIRST], c.err_tok),
+    )
 
 
 def _finish(c: _Carry, tok: Tokens, lex: Error, flags, N: int) -> tuple[Ast, Error, ParseInfo]:
@@ -363,7 +377,7 @@ def _finish(c: _Carry, tok: Tokens, lex: Error, flags, N: int) -> tuple[Ast, Err
     stuck = ~c.done
     err_code = jnp.where(stuck, Code.LIMIT, c.err_code)
     err_detail = jnp.where(stuck, Limit.PARSE_DEPTH, c.err_detail)
-    eline, ecol = _err_pos(tok, jnp.where(stuck, -1, _missing_comma(c, tok, flags)))
+    eline, ecol = _err_pos(tok, jnp.where(stuck, -1, _cpython_error_token(c, tok, flags)))
     at = jnp.clip(c.act_tok, 0, T - 1)
     aline, acol = tok.line[at], tok.col[at]
 
