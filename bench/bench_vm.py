@@ -12,6 +12,8 @@ each ended by block_until_ready.
 
     python bench/bench_vm.py --out /tmp/vm_bench            # GPU: 1k .. 1M lanes
     python bench/bench_vm.py --quick --out /tmp/vm_bench    # CPU smoke run (< 1 minute)
+    python bench/bench_vm.py --out /tmp/vm_bench --shrink 0,3 --n-lo 10 --n-hi 1000
+                                       # skewed run times: does shrinking the batch pay?
 """
 
 from __future__ import annotations
@@ -63,14 +65,14 @@ def batch(prog: isa.Program, b: int) -> isa.Program:
     return isa.Program(*(jnp.broadcast_to(jnp.asarray(x), (b, *np.shape(x))) for x in prog))
 
 
-def bench_one(b, ns, limits, inner_steps, unroll, repeats):
+def bench_one(b, ns, limits, inner_steps, unroll, repeats, shrink=0):
     prog = batch(sum_squares_program(), b)
     entry = jnp.ones((b,), jnp.int32)
     args = jnp.asarray(ns, jnp.int32)[:, None]
     budget = jnp.full((b,), limits.max_steps, jnp.int32)
 
     def call():
-        r = vm.run_batch(prog, entry, args, budget, limits, inner_steps, unroll)
+        r = vm.run_batch(prog, entry, args, budget, limits, inner_steps, unroll, shrink)
         jax.block_until_ready(r)
         return r
 
@@ -98,6 +100,7 @@ def bench_one(b, ns, limits, inner_steps, unroll, repeats):
         lanes=b,
         inner_steps=inner_steps,
         unroll=unroll,
+        shrink=shrink,
         n_lo=int(min(ns)),
         n_hi=int(max(ns)),
         compile_s=round(compile_s, 3),
@@ -119,6 +122,8 @@ def main(argv=None):
     p.add_argument("--sizes", type=str, default=None, help="comma-separated lane counts")
     p.add_argument("--inner", type=str, default="16,32", help="comma-separated inner_steps")
     p.add_argument("--unroll", type=int, default=1)
+    p.add_argument("--shrink", type=str, default="0",
+                   help="comma-separated vm shrink levels (halvings of the lockstep array)")  # fmt: skip
     p.add_argument("--n-lo", type=int, default=100)
     p.add_argument("--n-hi", type=int, default=300)
     p.add_argument("--fixed", action="store_true", help="every lane gets n = n_hi")
@@ -146,23 +151,23 @@ def main(argv=None):
     print(f"device: {dev.device_kind} ({dev.platform}), jax {jax.__version__}", flush=True)
     rows = []
     rng = np.random.default_rng(a.seed)
-    for k in inner:
-        for b in sizes:
-            if a.fixed:
-                ns = np.full(b, a.n_hi)
-            else:
-                ns = rng.integers(a.n_lo, a.n_hi + 1, b)
-            row = bench_one(b, ns, limits, k, a.unroll, a.repeats)
-            rows.append(row)
-            print(
-                f"lanes={b:8d} inner={k:3d}  {row['time_s'] * 1e3:9.2f} ms  "
-                f"lane-steps/s={row['lane_steps_per_s']:.3e}  "
-                f"slot-steps/s={row['slot_steps_per_s']:.3e}  "
-                f"programs/s={row['programs_per_s']:.3e}  "
-                f"us/outer-iter={row['us_per_outer_iteration']:.1f}  "
-                f"(compile {row['compile_s']:.1f} s)",
-                flush=True,
-            )
+    shrinks = [int(x) for x in a.shrink.split(",")]
+    for k, sh, b in [(k, sh, b) for k in inner for sh in shrinks for b in sizes]:
+        if a.fixed:
+            ns = np.full(b, a.n_hi)
+        else:
+            ns = rng.integers(a.n_lo, a.n_hi + 1, b)
+        row = bench_one(b, ns, limits, k, a.unroll, a.repeats, sh)
+        rows.append(row)
+        print(
+            f"lanes={b:8d} inner={k:3d} shrink={sh}  {row['time_s'] * 1e3:9.2f} ms  "
+            f"lane-steps/s={row['lane_steps_per_s']:.3e}  "
+            f"slot-steps/s={row['slot_steps_per_s']:.3e}  "
+            f"programs/s={row['programs_per_s']:.3e}  "
+            f"us/outer-iter={row['us_per_outer_iteration']:.1f}  "
+            f"(compile {row['compile_s']:.1f} s)",
+            flush=True,
+        )
     os.makedirs(a.out, exist_ok=True)
     path = os.path.join(a.out, "bench_vm.json")
     with open(path, "w") as f:

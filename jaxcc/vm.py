@@ -626,32 +626,66 @@ def _finish(t: Tables, lay: Layout, limits: Limits, s: Lane) -> isa.RunResult:
     )
 
 
-def _run_lanes(t: Tables, pid, entry, args, budget, limits: Limits, inner_steps: int, unroll):
+def _put(full: Lane, idx, part: Lane) -> Lane:
+    """full[idx] = part, lane-wise (idx: distinct lane indices)."""
+    return jax.tree.map(lambda f, p: f.at[idx].set(p, unique_indices=True), full, part)
+
+
+def _take(lanes: Lane, idx) -> Lane:
+    return jax.tree.map(lambda x: x[idx], lanes)
+
+
+def _run_lanes(
+    t: Tables, pid, entry, args, budget, limits: Limits, inner_steps: int, unroll, shrink: int = 0
+):
     """Run lanes (lane l runs program pid[l]) to completion.
 
-    Equivalent plain Python:
+    Equivalent plain Python (shrink = 0):
 
         lanes = [init(l) for l in range(L)]
         while any(lane.status == RUNNING for lane in lanes):
             for _ in range(inner_steps):          # fixed count: no host sync inside
                 lanes = [step(lane) for lane in lanes]   # stopped lanes do nothing
         return [finish(lane) for lane in lanes]
+
+    With shrink = k > 0, the lockstep array halves up to k times: once at most half of
+    the current lanes are running, the running ones are gathered into an array of half
+    the size (stopped lanes are final and are written back), so a few long-running lanes
+    do not keep paying for the whole batch. Results are identical; each level is one
+    more compiled loop body.
     """
     lay = layout(limits)
-    lanes = jax.vmap(functools.partial(_init, t, lay, limits))(pid, entry, args, budget)
+    full = jax.vmap(functools.partial(_init, t, lay, limits))(pid, entry, args, budget)
     vstep = jax.vmap(functools.partial(_step, t, lay, limits))
-
-    def cond(s):
-        return jnp.any(s.status == Code.RUNNING)
 
     def body(s):
         return lax.fori_loop(0, inner_steps, lambda _, x: vstep(x), s, unroll=unroll)
 
-    lanes = lax.while_loop(cond, body, lanes)
-    return jax.vmap(functools.partial(_finish, t, lay, limits))(lanes)
+    n = pid.shape[0]
+    levels = 0
+    while levels < shrink and (n >> (levels + 1)) >= 1:
+        levels += 1
+    cur, orig = full, jnp.arange(n, dtype=jnp.int32)
+    for k in range(levels + 1):
+        size = n >> k
+        if k > 0:  # compact: running lanes first (stable), keep `size` of them
+            full = _put(full, orig, cur)
+            order = jnp.argsort(cur.status != Code.RUNNING, stable=True)[:size]
+            cur = _take(cur, order)
+            orig = orig[order]
+        # at every level but the last, stop once at most half of the lanes are running
+        keep = size // 2 if k < levels else 0
+        cur = lax.while_loop(
+            lambda s, keep=keep: jnp.sum(s.status == Code.RUNNING) > keep, body, cur
+        )
+    if levels:
+        full = _put(full, orig, cur)
+    else:
+        full = cur
+    return jax.vmap(functools.partial(_finish, t, lay, limits))(full)
 
 
-@functools.partial(jax.jit, static_argnames=("limits", "inner_steps", "unroll"))
+@functools.partial(jax.jit, static_argnames=("limits", "inner_steps", "unroll", "shrink"))
 def run_batch(
     program: isa.Program,
     entry,
@@ -660,13 +694,16 @@ def run_batch(
     limits: Limits = DEFAULT,
     inner_steps: int = 16,
     unroll: int = 1,
+    shrink: int = 0,
 ) -> isa.RunResult:
     """The jitted core of ``run`` on a batched program with every input given as arrays:
     entry Int32[B], args Int32[B, A], budget Int32[B]."""
     t = _tables(program)
     b = t.code.shape[0]
     pid = jnp.arange(b, dtype=jnp.int32)
-    return _run_lanes(t, pid, _i32(entry), _i32(args), _i32(budget), limits, inner_steps, unroll)
+    return _run_lanes(
+        t, pid, _i32(entry), _i32(args), _i32(budget), limits, inner_steps, unroll, shrink
+    )
 
 
 def run(
@@ -678,6 +715,7 @@ def run(
     *,
     inner_steps: int = 16,
     unroll: int = 1,
+    shrink: int = 0,
 ) -> isa.RunResult:
     """Run a batch of programs (leading axis B), or one unbatched program.
 
@@ -692,6 +730,8 @@ def run(
     limits: static; max_stack, max_depth, max_output and max_steps are used.
     inner_steps: steps per outer-loop iteration (the host sees "any lane running" once
         per inner_steps steps); unroll: unroll factor of that inner loop.
+    shrink: how many times the lockstep array may halve as lanes stop (0: never); see
+        _run_lanes. None of these three knobs changes any result.
     """
     unbatched = np.ndim(program.op) == 1
     if unbatched:
@@ -705,13 +745,13 @@ def run(
     if args.ndim == 1:  # the same arguments for every lane
         args = jnp.broadcast_to(args, (b, args.shape[0]))
     budget = jnp.broadcast_to(_i32(limits.max_steps if budget is None else budget), (b,))
-    res = run_batch(program, entry, args, budget, limits, inner_steps, unroll)
+    res = run_batch(program, entry, args, budget, limits, inner_steps, unroll, shrink)
     if unbatched:
         res = jax.tree.map(lambda x: x[0], res)
     return res
 
 
-@functools.partial(jax.jit, static_argnames=("limits", "inner_steps", "unroll"))
+@functools.partial(jax.jit, static_argnames=("limits", "inner_steps", "unroll", "shrink"))
 def run_tests(
     program: isa.Program,
     entry,
@@ -721,6 +761,7 @@ def run_tests(
     budget=None,
     inner_steps: int = 16,
     unroll: int = 1,
+    shrink: int = 0,
 ):
     """Run every (program, test case) pair as its own lane and check the return values.
 
@@ -741,7 +782,7 @@ def run_tests(
         budget_l = jnp.full((n,), limits.max_steps, jnp.int32)
     else:
         budget_l = jnp.reshape(jnp.broadcast_to(_i32(budget), (b, k)), (n,))
-    res = _run_lanes(t, pid, entry_l, args_l, budget_l, limits, inner_steps, unroll)
+    res = _run_lanes(t, pid, entry_l, args_l, budget_l, limits, inner_steps, unroll, shrink)
     status = jnp.reshape(res.status, (b, k))
     got = jnp.reshape(res.result, (b, k))
     ok = status == Code.OK

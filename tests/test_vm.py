@@ -839,3 +839,15 @@ def test_scalar_entry_args_budget_broadcast():
     batch = stack_programs([sum_squares_program()] * 3)
     r = jax.device_get(vm.run(batch, SMALL, entry=1, args=np.array([4], np.int32), budget=500))
     assert list(r.result) == [14, 14, 14] and list(r.status) == [Code.OK] * 3
+
+
+def test_shrink_gives_identical_results():
+    # 16 lanes with very different run times (n = 0 .. 60) and some hostile ones
+    progs = [sum_squares_program() for _ in range(12)] + hostile_programs(4, seed=3)
+    entry = np.array([1] * 12 + [0] * 4, np.int32)
+    args = np.array([[n] for n in [0, 60, 1, 2, 30, 3, 4, 5, 50, 6, 7, 8]] + [[1]] * 4, np.int32)
+    batch = stack_programs(progs)
+    plain = jax.device_get(vm.run(batch, SMALL, entry=entry, args=args))
+    shrunk = jax.device_get(vm.run(batch, SMALL, entry=entry, args=args, shrink=3))
+    assert_same(shrunk, plain, "shrink=3")
+    assert int(plain.result[1]) == sum(k * k for k in range(60))
