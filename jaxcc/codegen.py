@@ -239,17 +239,10 @@ def emit_code(ast, sc, ty, limits) -> Code_:
     rules = []
 
     def rule(mask, at, opc, arg=0, ln=None, jeff=0, rch=None):
-        b = lambda x: jnp.broadcast_to(jnp.asarray(x, I32), (n,))  # noqa: E731
+        b = lambda x, t=I32: jnp.broadcast_to(jnp.asarray(x, t), (n,))  # noqa: E731
+        rch = reach if rch is None else rch
         rules.append(
-            (
-                b(mask & code_node),
-                b(at),
-                b(opc),
-                b(arg),
-                b(line if ln is None else ln),
-                b(jeff),
-                b(reach if rch is None else rch),
-            )  # fmt: skip
+            (b(mask & code_node, bool), b(at), b(opc), b(arg), b(line if ln is None else ln), b(jeff), b(rch, bool))
         )
 
     slot0 = gather(sc.slot, c0, 0)

@@ -1,0 +1,295 @@
+"""The middle end (jaxcc.middle) against the reference compiler, on the host flattener's
+ASTs: the same Error (code, line, col, detail) and the identical Program on hand-written
+programs covering every template, every compile-error class and the limits; then running
+both programs with the reference interpreter; batch isolation; jit vs eager; unbatched.
+
+One jitted middle_end (one Limits, one batch size) is shared by every test, so it
+compiles once (and the persistent cache keeps it between runs).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import numpy as np
+import pytest
+
+from jaxcc import isa
+from jaxcc.errors import Code, Error, Limit, Syntax
+from jaxcc.limits import Limits
+from jaxcc.middle import PASSES, middle_end
+from jaxcc.reference.compiler import compile_source
+from jaxcc.reference.flatten import flatten, flatten_many
+from jaxcc.reference.interp import run_program
+
+LIMITS = Limits(
+    max_source_bytes=4096,
+    max_tokens=256,
+    max_nodes=256,
+    max_code=512,
+    max_funcs=4,
+    max_locals=8,
+    max_stack=40,
+    max_output=64,
+    max_steps=20_000,
+)
+BATCH = 32
+
+CASES = [
+    "def f(): return 1\ndef f(): return 2\nprint(f())\n",
+    "def print(x): return x\n",
+    "def f(range): return range\n",
+    "def f(x: None): return 1\n",
+    "print = 3\n",
+    "def g(): return 1\ng = 4\n",
+    "x = 1\ndef f():\n    return x\n",
+    "def f():\n    return g\ndef g(): return 1\n",
+    "print(abs)\n",
+    "print(zz)\n",
+    "def f():\n    y = 1\n    return y(2)\n",
+    "print(h(1))\ndef h(a): return a\n",
+    "int(3)\n",
+    "x = range(3)\n",
+    "for i in foo(3): pass\n",
+    "for i in [1]: pass\n",
+    "for i in 3: pass\n",
+    "for i in range(): pass\n",
+    "for i in range(1,2,3,4): pass\n",
+    "def f(a, b): return a\nf(1)\n",
+    "print(abs(1, 2))\n",
+    "print(min(1))\n",
+    "x = 1\nx = True\n",
+    "def f(a): return a\nf(1)\nf(True)\n",
+    "def f(a: int): return a\nf(True)\n",
+    "def f():\n    return 1\n    return True\n",
+    "def f() -> bool:\n    return 1\n",
+    "def f(x):\n    if x:\n        return 1\n",
+    "def f(x):\n    while True:\n        return 1\nprint(f(1))\n",
+    "def f(x):\n    while True:\n        if x: break\n        return 1\n",
+    "def f(x):\n    if x:\n        return 1\n    else:\n        return 2\nprint(f(0))\n",
+    "def f(): print(1)\nx = f()\n",
+    "def f(): print(1)\nprint(f() + 1)\n",
+    "def f(): return print(1)\nf()\nprint(1 if f() else 2)\n",
+    "print(1 and True)\n",
+    "print((1 if True else False))\n",
+    "print(max(1, True, 3))\n",
+    "x = 2147483648\n",
+    "x = -2147483648\nprint(x, -(2147483648))\n",
+    "return 1\n",
+    "break\n",
+    "def f(a, a): return a\nreturn 5\n",
+    "while True:\n    continue\n    break\n",
+    "x = 0\nwhile x < 3:\n    x += 1\n    if x == 2:\n        break\nelse:\n    pass\n",
+    "def f(a, b, c, d, e, f1, g, h, i): return a\n",
+    "def a(): return 1\ndef b(): return 1\ndef c(): return 1\ndef d(): return 1\nprint(a())\n",
+    "x = 1 < 2 < 3\ny = x and (1 < x < 3 < 4)\nprint(y)\n",
+    "def f(n):\n    if n < 1:\n        return 0\n    return f(n - 1) + 1\nprint(f(5))\n",
+    "def f(n):\n    return 1\n    x = ((((1 + 2) * 3) - (4 + (5 * (6 + (7 + 8))))) + 9)\nprint(f(3))\n",
+    "for i in range(3):\n    for j in range(i, 5, 2):\n        if j == 3:\n            break\n        print(i, j)\n    else_ = 1\n",
+    "x = True\nx &= False\nx |= True\ny = 3\ny ^= 5\nprint(x, y, not y, ~y, -y, +y)\n",
+    "def f(a, b):\n    return a\nprint(f(1, f(True, 2)))\n",
+    "def f(a, b):\n    return a\nprint(f(f(1, True), False))\n",
+    "def g(x): return x\nprint(g(1) + g(True))\n",
+    "def f(): return\nx = f()\n",
+    "def f(a):\n    a = True\n    return a\nf(3)\n",
+    "x = y = 1\n",
+    "def f():\n    return z\nz = 1\n",
+    "def f(a):\n    return a\nprint(f)\n",
+    "print(1, True, None)\n",
+    "print()\n",
+    "assert 1 < 2, 3\n",
+    "assert None\n",
+    "if None: pass\n",
+    "x = 1\nx += None\n",
+    "def f(): pass\nf() + 1\n",
+    "def f(): pass\nwhile f(): pass\n",
+    "def f(): pass\nprint(-f())\n",
+    "def f(): pass\nprint(f() < 1)\n",
+    "def f(a, b): return a\ndef h(): pass\nf(h(), 2, 3)\n",
+    "def f0(): return 0\ndef f1(): return 1\ndef f2(): return 2\ndef f3(): return 3\ndef f4(): return 4\nprint(f0())\n",
+    "def f(a):\n    v0 = 0; v1 = 1; v2 = 2; v3 = 3; v4 = 4; v5 = 5; v6 = 6; v7 = 7; v8 = 8\n    return a\n",
+    "v0 = 0; v1 = 1; v2 = 2; v3 = 3; v4 = 4; v5 = 5; v6 = 6; v7 = 7; v8 = 8\n",
+    "v0 = 0; v1 = 1; v2 = 2; v3 = 3; v4 = 4; v5 = 5; v6 = 6\nprint(1 < v1 < 3)\n",
+    "x = (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + 1))))))))))))))))))))))))))))))))))))))\n",
+    "def f():\n    return 1\n    x = (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + 1))))))))))))))))))))))))))))))))))))))\nprint(f())\n",
+    "x = (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + 1))))))))))))))))))))\n",
+    "def f():\n    x = (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + (1 + 1))))))))))))))))))))\n    return x\n",
+    "x = 0\nwhile x:\n while x:\n  while x:\n   while x:\n    while x:\n     while x:\n      while x:\n       while x:\n        while x:\n         while x:\n          while x:\n           while x:\n            while x:\n             while x:\n              while x:\n               while x:\n                while x:\n                 while x:\n                  while x:\n                   while x:\n                    while x:\n                     pass\n",
+    "x = 0\nwhile x:\n while x:\n  while x:\n   while x:\n    while x:\n     while x:\n      while x:\n       while x:\n        while x:\n         while x:\n          while x:\n           while x:\n            while x:\n             while x:\n              while x:\n               while x:\n                while x:\n                 while x:\n                  while x:\n                   while x:\n                    pass\n",
+    "for i in range(3):\n    break\n    x = (1 + (2 + (3 + 4)))\nprint(1)\n",
+    "for i in range(3):\n    for j in range(2):\n        continue\n        y = 1\n    break\n",
+    "def f(x):\n    if x:\n        return 1\n    else:\n        return 2\n    y = (1 + (2 + 3))\nprint(f(1))\n",
+    "def f(x) -> None:\n    return\nf(1)\n",
+    "def f(x) -> None:\n    return 1\n",
+    "def f(x) -> int:\n    return\n",
+    "def f(x) -> int:\n    pass\n",
+    "x = zz + 1\nreturn 3\n",
+    "def f(a, a): pass\nbreak\n",
+    "x = 2147483648\ny = qq\n",
+    "y = qq\nx = True\nx = 1\n",
+    "x = True\nx = 1\ndef f(): return 1 if True else False\n",
+    "def f(a): return a\nprint(f(1), f(True))\n",
+    "def g(a, b): return a\ndef f(a): return g(g(a, 1), True)\nprint(f(1))\n",
+    "def f():\n    while True:\n        pass\nprint(1)\n",
+    "def f() -> int:\n    while True:\n        pass\n",
+    "x = 1\nwhile True:\n    x += 1\n    if x > 5:\n        break\nprint(x)\n",
+    "if 1:\n    pass\nelif 2:\n    x = 3\nelse:\n    if 4:\n        pass\n",
+    "x = 1\nprint(x if x else x, x and x or x, not x)\n",
+    "def f(n: int) -> bool:\n    return n > 0\nprint(f(3), f(-1) == False)\n",
+    "print(-(5), - 2147483648, --3, ~-2147483648)\n",
+    "def f(a):\n    return a\nx = f(f(f(3)))\nprint(x)\n",
+    "def f(): return 1\nprint(f(), f() + 1)\nf()\n",
+    "x = 3\nx //= 2\nx **= 2\nx <<= 1\nx >>= 1\nx %= 7\nx -= 1\nx *= 2\nprint(x)\n",
+    "assert 1\nassert True and 1 < 2\n",
+    "def f(a, b, c):\n    return min(a, b, c) + max(a, b) + abs(c)\nprint(f(1, 2, -3))\n",
+    "def f(a):\n    print(a)\n    return\nf(1)\nprint(f(2) is None)\n",
+    "x = 1 if True else None\n",
+    "x = None\n",
+    "def f(): return None\nx = f()\n",
+    "def f(): return None\nf()\n",
+    "print(print())\n",
+    "def f(x): return x\nf(print())\n",
+    "def f(x: bool): return x\nf(1)\nf(True)\n",
+    "def f(x):\n    x = 1\n    x = True\n",
+    "for i in range(3):\n    i = True\n",
+    "def f():\n    return\n    return 1\n",
+    "while 1 < 2 < 3:\n    break\n",
+    "def f(a, b):\n    return a < b < 3 and b < a <= 2\nprint(f(1, 2))\n",
+    # deep enough for Limit.STACK (nlocals + maxstack > 40)
+    "x = " + "(1 + " * 45 + "1" + ")" * 45 + "\n",
+]
+
+
+@functools.cache
+def _jitted():
+    return jax.jit(lambda ast, err: middle_end(ast, None, LIMITS, err))
+
+
+def compile_batch(sources):
+    """(Program, Error, flatten's Error) as numpy, padded to BATCH programs per call."""
+    progs, errs, ferrs = [], [], []
+    for i in range(0, len(sources), BATCH):
+        chunk = list(sources[i : i + BATCH])
+        chunk += [""] * (BATCH - len(chunk))
+        ast, _, ferr = flatten_many(chunk, LIMITS)
+        p, e = _jitted()(ast, ferr)
+        progs.append(jax.tree.map(np.asarray, p))
+        errs.append(jax.tree.map(np.asarray, e))
+        ferrs.append(ferr)
+    cat = lambda xs: type(xs[0])(*(np.concatenate(f)[: len(sources)] for f in zip(*xs)))  # noqa: E731
+    return cat(progs), cat(errs), cat(ferrs)
+
+
+def _row(tree, b):
+    return type(tree)(*(np.asarray(x)[b] for x in tree))
+
+
+def _err(e):
+    return tuple(int(x) for x in (e.code, e.line, e.col, e.detail))
+
+
+@pytest.fixture(scope="module")
+def compiled():
+    return compile_batch(CASES)
+
+
+def test_same_errors_and_bytecode_as_reference(compiled):
+    progs, errs, ferrs = compiled
+    checked = 0
+    for b, src in enumerate(CASES):
+        ref = compile_source(src, LIMITS)
+        if int(ferrs.code[b]) != Code.OK:
+            # the front end's error is kept as it came
+            assert _err(_row(errs, b)) == _err(_row(ferrs, b)), src
+            continue
+        assert _err(_row(errs, b)) == _err(ref.error), src
+        mine = _row(progs, b)
+        for f in isa.Program._fields:
+            np.testing.assert_array_equal(
+                getattr(mine, f), np.asarray(getattr(ref.program, f)), err_msg=f + "\n" + src
+            )
+        checked += 1
+    assert checked > 100
+
+
+def test_cases_cover_every_error_class(compiled):
+    _, errs, _ = compiled
+    codes = {int(c) for c in errs.code}
+    assert {Code.OK, Code.SYNTAX, Code.TYPE, Code.NAME, Code.UNSUPPORTED, Code.LIMIT} <= codes
+    limits = {int(d) for c, d in zip(errs.code, errs.detail, strict=True) if c == Code.LIMIT}
+    assert {Limit.FUNCTIONS, Limit.LOCALS, Limit.STACK, Limit.INT_LITERAL} <= limits
+
+
+def test_runs_like_the_reference(compiled):
+    progs, errs, _ = compiled
+    ran = 0
+    for b, src in enumerate(CASES):
+        ref = compile_source(src, LIMITS)
+        if int(errs.code[b]) != Code.OK or int(ref.error.code) != Code.OK:
+            continue
+        mine = run_program(_row(progs, b), LIMITS)
+        theirs = run_program(ref.program, LIMITS)
+        assert int(mine.status) == int(theirs.status), src
+        assert int(mine.result) == int(theirs.result), src
+        assert isa.format_output(mine.out_kind, mine.out_val, mine.n_out) == isa.format_output(
+            theirs.out_kind, theirs.out_val, theirs.n_out
+        ), src
+        ran += 1
+    assert ran > 30
+
+
+def test_code_limit():
+    # max_code is part of the shape: a second, small compile
+    lim = LIMITS._replace(max_code=24)
+    srcs = [c for c in CASES if len(c) > 60][:BATCH]
+    srcs += [""] * (BATCH - len(srcs))
+    ast, _, ferr = flatten_many(srcs, lim)
+    p, e = jax.jit(lambda a, f: middle_end(a, None, lim, f))(ast, ferr)
+    hit = 0
+    for b, src in enumerate(srcs):
+        if int(ferr.code[b]) != Code.OK:
+            continue
+        ref = compile_source(src, lim)
+        assert _err(_row(e, b)) == _err(ref.error), src
+        hit += int(ref.error.code) == Code.LIMIT and int(ref.error.detail) == Limit.CODE
+    assert hit >= 3
+
+
+def test_batch_isolation(compiled):
+    progs, errs, _ = compiled
+    # every program compiled alone (in a batch of empty programs) gives its own row
+    order = list(range(len(CASES)))[::-1]
+    progs2, errs2, _ = compile_batch([CASES[i] for i in order])
+    for j, b in enumerate(order):
+        assert _err(_row(errs2, j)) == _err(_row(errs, b))
+        for f in isa.Program._fields:
+            np.testing.assert_array_equal(getattr(_row(progs2, j), f), getattr(_row(progs, b), f))
+
+
+def test_unbatched_and_eager_match_batched(compiled):
+    progs, errs, _ = compiled
+    for b in (CASES.index(c) for c in CASES if c.startswith("def f(n):\n    if n < 1")):
+        ast, _, ferr = flatten(CASES[b], LIMITS)
+        p1, e1 = jax.jit(lambda a: middle_end(a, None, LIMITS))(ast)
+        with jax.disable_jit():
+            p2, e2 = middle_end(ast, None, LIMITS)
+        for p, e in ((p1, e1), (p2, e2)):
+            assert _err(e) == _err(_row(errs, b))
+            for f in isa.Program._fields:
+                np.testing.assert_array_equal(np.asarray(getattr(p, f)), getattr(_row(progs, b), f))
+
+
+def test_incoming_error_is_kept():
+    srcs = ["print(1)\n", "x = 1\n"] + [""] * (BATCH - 2)
+    ast, _, ferr = flatten_many(srcs, LIMITS)
+    ferr = Error(*(np.array(x) for x in ferr))
+    ferr.code[1], ferr.line[1], ferr.col[1], ferr.detail[1] = Code.SYNTAX, 7, 3, Syntax.INVALID
+    p, e = _jitted()(ast, ferr)
+    assert _err(_row(e, 1)) == (Code.SYNTAX, 7, 3, Syntax.INVALID)
+    assert int(p.n_code[1]) == 0 and int(p.n_funcs[1]) == 0
+    assert int(e.code[0]) == Code.OK and int(p.n_code[0]) > 0
+
+
+def test_pass_list():
+    assert [name for name, _ in PASSES] == ["resolve_names", "infer_types", "emit_code"]
