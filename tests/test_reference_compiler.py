@@ -586,3 +586,16 @@ def test_any_input_gives_an_error_or_well_formed_code(pieces):
         e = cpython_syntax_error(src)
         if e is not None:  # CPython's syntax errors come first, at CPython's position
             assert (c.error.line, c.error.col) == (e.lineno, max((e.offset or 1) - 1, 0))
+
+
+def test_deep_nesting():
+    limits = DEFAULT._replace(max_source_bytes=65536, max_tokens=16384, max_nodes=16384,
+                              max_code=16384)  # fmt: skip
+    deep_chain = "x = " + "+".join(["1"] * 3000) + "\nprint(x)\n"  # deeper than Python's 1000
+    c = compile_source(deep_chain, limits)
+    assert c.error.code == Code.OK
+    check_well_formed(c.program)
+    assert run_jaxcc(deep_chain, limits) == ("3000\n", None, 0)
+    c = compile_source("x = " + "-" * 8000 + "1\n", limits)  # CPython cannot parse it either
+    assert (c.error.code, c.error.detail) == (Code.LIMIT, Limit.PARSE_DEPTH)
+    assert sys.getrecursionlimit() < 20_000  # restored

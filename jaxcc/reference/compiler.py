@@ -61,6 +61,7 @@ from __future__ import annotations
 
 import ast
 import io
+import sys
 import tokenize
 import warnings
 from typing import NamedTuple
@@ -281,7 +282,6 @@ class Fn:
         self.params = params
         self.slots: dict[str, int] = {p: i for i, p in enumerate(params)}
         self.local_names: list[str] = list(params)
-        self.store_nodes: dict[str, list] = {}  # name -> assignment target nodes
         self.param_ann: list[int | None] = []
         self.ret_ann: int | None = None
         self.has_chain = False
@@ -384,7 +384,6 @@ def resolve_names(tree: ast.Module) -> Scopes:
                 elif f.id == 0 and t.id in by_name:
                     errs.add(Code.UNSUPPORTED, t, Unsupported.FUNCTION_VALUE,
                              f"cannot assign to function '{t.id}'")  # fmt: skip
-                f.store_nodes.setdefault(t.id, []).append(t)
                 if t.id not in f.slots:
                     f.slots[t.id] = len(f.local_names)
                     f.local_names.append(t.id)
@@ -394,7 +393,7 @@ def resolve_names(tree: ast.Module) -> Scopes:
     callee: dict[int, object] = {}
     for f in fns:
         stmts = [s for s in f.body if not isinstance(s, ast.FunctionDef)] if f.id == 0 else f.body
-        for top_index, s in enumerate(stmts):
+        for s in stmts:
             index = tree.body.index(s) if f.id == 0 else -1
             for n in _walk(s):
                 if isinstance(n, ast.Compare) and len(n.ops) > 1:
@@ -415,7 +414,6 @@ def resolve_names(tree: ast.Module) -> Scopes:
                                  "for loops other than 'for NAME in range(...)'")  # fmt: skip
                     else:
                         callee[id(it)] = "range"
-            del top_index
     errs.raise_first()
     for f in fns:
         if f.has_chain:
@@ -1135,15 +1133,25 @@ def compile_source(source: str | bytes, limits: Limits = DEFAULT) -> Compiled:
     data = _as_bytes(source)
     lines = tuple(data.decode("utf-8", "replace").splitlines())
     scopes = None
+    old_limit = sys.getrecursionlimit()
+    # the passes recurse over the tree: deep left-nested operator chains (thousands of
+    # terms, within max_nodes) need more than Python's default 1000 frames
+    sys.setrecursionlimit(max(old_limit, 20_000 + 4 * limits.max_nodes))
     try:
         tree = front_end(data, limits)
         check_literals(tree)
         scopes = resolve_names(tree)
         types = check_types(tree, scopes)
         prog = emit_code(tree, scopes, types, limits)
+    except (RecursionError, MemoryError):
+        e = CompileError(Code.LIMIT, 1, 0, Limit.PARSE_DEPTH, "program nested too deeply")
+        dbg = DebugInfo(("<module>",), (1,), ((),), ((),), lines, e.text)
+        return Compiled(_empty_program(limits), Error(e.code, e.line, e.col, e.detail), dbg)
     except CompileError as e:
         dbg = DebugInfo(("<module>",), (1,), ((),), ((),), lines, e.text or "")
         return Compiled(_empty_program(limits), Error(e.code, e.line, e.col, e.detail), dbg)
+    finally:
+        sys.setrecursionlimit(old_limit)
     fns = scopes.fns
     dbg = DebugInfo(
         fn_names=tuple(f.name for f in fns),
