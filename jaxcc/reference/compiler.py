@@ -303,9 +303,13 @@ def _stmts_in_order(stmts):
 
 
 def _walk(node):
-    yield node
-    for child in _children(node):
-        yield from _walk(child)
+    """Pre-order (a node, then its children in source order); iterative, because nested
+    generators cost O(depth) per item on deep operator chains."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        stack.extend(reversed(_children(n)))
 
 
 def _children(node):
