@@ -289,6 +289,20 @@ def infer_types(ast, sc, limits) -> Types:
     is_first = (sites_rep < n) & (sites_key == first_key[sites_rep])
     first_m = jnp.zeros((n + 1,), I32).at[jnp.where(is_first, sites_rep, n)].set(sites_m)[:n]
     first_m = jnp.where(first_seed != BOT, first_seed, first_m)
+    # `x &= e` is checked with the type x has so far: the first one seen before it (the
+    # seed, or the first definite site, which is also the first under cur = var), else
+    # x's final type
+    has_before = (gather(first_seed, s_rep, BOT) != BOT) | (gather(first_key, s_rep, BIG) < s_key)
+    aug_bit = (pkind == Node.AUG_ASSIGN) & pbit
+    cur = jnp.where(has_before, gather(first_m, s_rep, BOT), gather(var, s_rep, BOT))
+    s_type2 = jnp.where(aug_bit, bitwise(cur, gather(t, value_child, BOT)), s_type)
+    sites_rep = jnp.concatenate(
+        [
+            jnp.where(s_site & definite(s_type2), s_rep, n),
+            jnp.where(a_site & definite(tv), a_rep, n),
+        ]
+    )
+    sites_m = jnp.concatenate([s_type2, tv])
     bad = (sites_rep < n) & (sites_m != gather(first_m, sites_rep, BOT))
     annotated = gather(ann_param, sites_rep, False)
     bad_s, bad_a = bad[:n], bad[n:]
