@@ -32,7 +32,7 @@ I32 = jnp.int32
 STEPS_PER_ITER = 16  # automaton steps per while_loop iteration (amortises the host sync)
 
 # stack entry fields
-_S_STATE, _S_NSTART, _S_FIRST, _S_LAST = range(4)
+_S_STATE, _S_NSTART, _S_FIRST, _S_LAST, _S_PREV_KIND = range(5)
 # node row fields while parsing
 _N_KIND, _N_OP, _N_VALUE, _N_FIRST, _N_LAST, _N_SUB = range(6)
 
@@ -74,7 +74,8 @@ class _Carry(NamedTuple):
     n: object  # Int32[]  nodes made
     last: object  # Int32[]  last shifted token that is not NEWLINE/INDENT/DEDENT
     steps: object  # Int32[]
-    stack: object  # Int32[Array, "D 4"]  state, nstart, first token, last token
+    stack: object  # Int32[Array, "D 5"]  state, nstart, first token, last token, prev kind
+    prev_kind: object  # Int32[]  kind of the last node made (nodes are write-only here)
     nodes: object  # Int32[Array, "N 6"]  kind, op, value, first, last, subtree start
     done: object  # Bool[]
     err_code: object  # Int32[]  automaton error (syntax, indentation, limit)
@@ -118,7 +119,7 @@ def _init(D: int, N: int) -> _Carry:
     z = jnp.int32(0)
     return _Carry(
         pos=z, sp=jnp.int32(1), n=z, last=jnp.int32(-1), steps=z,
-        stack=jnp.zeros((D, 4), I32), nodes=jnp.zeros((N, 6), I32), done=jnp.bool_(False),
+        stack=jnp.zeros((D, 5), I32), prev_kind=z, nodes=jnp.zeros((N, 6), I32), done=jnp.bool_(False),
         err_code=z, err_detail=z, err_tok=jnp.int32(-1), err_state=jnp.int32(-1),
         act_code=z, act_detail=z, act_tok=jnp.int32(-1),
     )  # fmt: skip
@@ -190,9 +191,8 @@ def _step(c: _Carry, p: _Prog, tabs: _Tabs, nnt: int) -> _Carry:
     ann_ok = (at_raw == rows[2, _S_LAST]) & (ann != 0)
     op = jnp.where(rule[G.F["opmode"]] == G.OP_ANN, ann, rule[G.F["op"]])
     tnode = rows[2, _S_NSTART]
-    target_ok = (rows[3, _S_NSTART] - tnode == 1) & (
-        c.nodes[jnp.clip(tnode, 0, N - 1), _N_KIND] == Node.NAME
-    )
+    # the target is one NAME node: the one made last before the entry after it was pushed
+    target_ok = (rows[3, _S_NSTART] - tnode == 1) & (rows[3, _S_PREV_KIND] == Node.NAME)
     check = rule[G.F["check"]]
     check_fail = (
         (check == G.CHECK_ALWAYS)
@@ -212,8 +212,8 @@ def _step(c: _Carry, p: _Prog, tabs: _Tabs, nnt: int) -> _Carry:
     w = jnp.where(shift, c.sp, base)
     row = jnp.where(
         shift,
-        jnp.stack([arg, c.n, t, t]),
-        jnp.stack([goto, nstart, first, c.last]),
+        jnp.stack([arg, c.n, t, t, c.prev_kind]),
+        jnp.stack([goto, nstart, first, c.last, c.prev_kind]),
     )
     w = jnp.where(ok & (shift | reduce), w, D)  # D: dropped
     stack = c.stack.at[w].set(row, mode="drop")
@@ -264,6 +264,7 @@ def _step(c: _Carry, p: _Prog, tabs: _Tabs, nnt: int) -> _Carry:
         last=upd(t, c.last, ok & shift & ~layout),
         steps=upd(c.steps + 1, c.steps, go),
         stack=stack,
+        prev_kind=upd(kind, c.prev_kind, ok & make),
         nodes=nodes,
         done=c.done | (active & (stop_lex | accept | (code != 0))),
         err_code=upd(code, c.err_code, hard),
