@@ -324,7 +324,7 @@ def test_compiled_programs(src, seed):
     targs = rng.choice([-2, 0, 1, 4], (B_C, k, 3)).astype(np.int32)
     want = [[run_program(progs[b], RUN, int(entries[b]), list(targs[b, j])) for j in range(k)]
             for b in range(B_C)]  # fmt: skip
-    expected = np.array([[int(w.result) + (j % 2) for j, w in enumerate(row)] for row in want],
+    expected = np.array([[wrap32(int(w.result) + (j % 2)) for j, w in enumerate(row)] for row in want],
                         np.int32)  # fmt: skip
     passed, per_case = vm.run_tests(stack_programs(progs), entries, targs, expected, RUN)
     per_case = np.asarray(per_case)
