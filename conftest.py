@@ -6,9 +6,10 @@ import jax
 
 jax.config.update("jax_numpy_dtype_promotion", "strict")
 jax.config.update("jax_numpy_rank_promotion", "raise")
-jax.config.update(
-    "jax_compilation_cache_dir", os.path.join(os.path.dirname(__file__), ".jax_cache")
-)
+_CACHE = os.path.join(os.path.dirname(os.path.abspath(__file__)), ".jax_cache")
+jax.config.update("jax_compilation_cache_dir", _CACHE)
+# CLI subprocesses started by tests share the same cache
+os.environ.setdefault("JAXCC_CACHE_DIR", _CACHE)
 jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 
@@ -27,8 +28,8 @@ from jaxcc import format as fmt
 from jaxcc.errors import Code
 from jaxcc.limits import CLI, Limits
 
-DEFAULT_COMPILER = "python"
-DEFAULT_VM = "python"
+DEFAULT_COMPILER = "jax"
+DEFAULT_VM = "jax"
 
 
 def _reference_compile_many(sources, limits):
@@ -399,10 +400,28 @@ def _cmd_dis(ns: argparse.Namespace) -> int:
     return 0
 
 
+def enable_compilation_cache() -> None:
+    """Use JAX's persistent compilation cache, so a second run skips XLA's compile.
+
+    The directory is $JAXCC_CACHE_DIR, else ~/.cache/jaxcc/xla.
+    """
+    import jax
+
+    if jax.config.jax_compilation_cache_dir:  # the caller (or a test) chose one
+        return
+    path = os.environ.get("JAXCC_CACHE_DIR") or os.path.join(
+        os.path.expanduser("~"), ".cache", "jaxcc", "xla"
+    )
+    jax.config.update("jax_compilation_cache_dir", path)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``jaxcc`` console script; returns the exit status."""
     parser = build_parser()
     ns = parser.parse_args(argv)
+    if "jax" in (getattr(ns, "compiler", None), getattr(ns, "vm", None)):
+        enable_compilation_cache()
     if ns.command == "run":
         return _cmd_run(ns)
     if ns.command == "dis":

@@ -15,7 +15,7 @@ import jax
 import numpy as np
 
 from jaxcc import isa, lexer, middle, parser
-from jaxcc.errors import Error
+from jaxcc.errors import Code, Error, Limit
 from jaxcc.limits import DEFAULT, Limits
 
 # The stages in order, by name: bench/ times each and a driver can dump after any one.
@@ -63,10 +63,69 @@ def _debug(source: str | bytes) -> DebugInfo:
     return DebugInfo(names, lines, (), (), tuple(text.splitlines()), "")
 
 
+# Shape tiers for the host-facing wrapper: sources are padded to the smallest tier that
+# holds them, so a CLI run compiles (or finds in the persistent cache) one of a few
+# shapes instead of the large CLI limits. Sizes scale with the source bytes.
+TIER_BYTES = (1024, 4096, 16384, 65536, 262144)
+_SIZED = ("max_tokens", "max_nodes", "max_code", "max_parse_depth")
+# Limit errors that a larger tier may cure (it raises exactly these fields).
+_TIER_LIMITS = (Limit.TOKENS, Limit.NODES, Limit.CODE, Limit.PARSE_DEPTH)
+
+
+def tier(limits: Limits, nbytes: int) -> Limits:
+    """The tier's limits for a source of ``nbytes``: never above ``limits``."""
+    for b in TIER_BYTES:
+        if nbytes <= b or b >= limits.max_source_bytes:
+            break
+    b = min(b, limits.max_source_bytes)
+    sized = dict(max_tokens=b, max_nodes=b, max_code=2 * b, max_parse_depth=max(64, b // 4))
+    return limits._replace(
+        max_source_bytes=b, **{k: min(v, getattr(limits, k)) for k, v in sized.items()}
+    )
+
+
 def compile_many(sources, limits: Limits = DEFAULT):
-    """Compile a list of sources on the device: (Program [B, ...], Error [B], debug list)."""
-    source, length = lexer.encode(sources, limits)
-    out = jax.device_get(compile_arrays(source, length, limits))
-    program = isa.Program(*(np.asarray(x) for x in out.program))
-    error = Error(*(np.asarray(x) for x in out.error))
+    """Compile a list of sources on the device: (Program [B, ...], Error [B], debug list).
+
+    Every source is compiled at the smallest shape tier that holds it, and again at the
+    next tier when it hits a size limit that the tier (not ``limits``) imposed, so the
+    result is what compiling with ``limits`` itself would give. The Program arrays are
+    padded to ``limits.max_code`` / ``max_funcs`` as the reference compiler's are.
+    """
+    data = [
+        s.encode("utf-8", "surrogateescape") if isinstance(s, str) else bytes(s) for s in sources
+    ]
+    B = len(data)
+    n_i, n_f = limits.max_code, limits.max_funcs
+    program = isa.Program(*(np.zeros((B, n_f if f.startswith("fn_") else n_i), np.int32)
+                            if f not in ("n_code", "n_funcs") else np.zeros(B, np.int32)
+                            for f in isa.Program._fields))  # fmt: skip
+    error = Error(*(np.zeros(B, np.int32) for _ in range(4)))
+    todo = {i: tier(limits, len(d)) for i, d in enumerate(data)}
+    while todo:
+        groups: dict[Limits, list[int]] = {}
+        for i, t in todo.items():
+            groups.setdefault(t, []).append(i)
+        todo = {}
+        for t, idx in groups.items():
+            source, length = lexer.encode([data[i] for i in idx], t)
+            out = jax.device_get(compile_arrays(source, length, t))
+            for j, i in enumerate(idx):
+                code, detail = int(out.error.code[j]), int(out.error.detail[j])
+                field = {Limit.TOKENS: "max_tokens", Limit.NODES: "max_nodes",
+                         Limit.CODE: "max_code", Limit.PARSE_DEPTH: "max_parse_depth"}.get(detail)  # fmt: skip
+                if (code == Code.LIMIT and detail in _TIER_LIMITS
+                        and getattr(t, field) < getattr(limits, field)):  # fmt: skip
+                    bigger = tier(limits, 2 * t.max_source_bytes)
+                    if bigger != t:
+                        todo[i] = bigger
+                        continue
+                for k in range(len(isa.Program._fields)):
+                    x = np.asarray(out.program[k][j])
+                    if x.ndim == 0:
+                        program[k][i] = x
+                    else:
+                        program[k][i, : x.shape[0]] = x[: program[k].shape[1]]
+                for k in range(4):
+                    error[k][i] = out.error[k][j]
     return program, error, [_debug(s) for s in sources]
