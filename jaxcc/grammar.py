@@ -106,7 +106,7 @@ param: NAME -> param
      | DOUBLESTAR NAME -> param_star
      | DOUBLESTAR NAME COLON test -> param_star
 
-testlist: test | tuple
+testlist: test | tuple | STAR expr -> star_arg
 tuple: tuple_head -> tuple
      | tuple_head test -> tuple
 tuple_head: test COMMA | tuple_head test COMMA
@@ -142,12 +142,15 @@ atom_expr: NAME -> name
          | call call_args -> bad_call
          | atom call_args -> bad_call
 call: NAME call_args -> call
-call_args: LPAR RPAR | LPAR arglist RPAR | LPAR arglist COMMA RPAR
-arglist: arg | arglist COMMA arg
-arg: test
-   | NAME EQUAL test -> kwarg
-   | STAR test -> star_arg
-   | DOUBLESTAR test -> star_arg
+call_args: LPAR RPAR | LPAR arglist RPAR
+// positional arguments before keyword ones: `f(a=1, 2)` is a SyntaxError, as in CPython
+arglist: pos_args | pos_args COMMA | kw_args | kw_args COMMA
+       | pos_args COMMA kw_args | pos_args COMMA kw_args COMMA
+pos_args: pos_arg | pos_args COMMA pos_arg
+pos_arg: test | STAR test -> star_arg
+kw_args: kw_arg | kw_args COMMA kw_arg | kw_args COMMA STAR test -> star_arg
+kw_arg: NAME EQUAL test -> kwarg
+      | DOUBLESTAR test -> star_arg
 atom: NUMBER -> int_const
     | KW_TRUE -> true_const
     | KW_FALSE -> false_const
