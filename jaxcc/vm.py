@@ -26,6 +26,11 @@ Design (why it looks like this):
   harmless (gathers clamp, and their result is only used when the checks pass); every
   write is enabled only after all checks pass, and its index is range-checked again and
   otherwise sent to an out-of-range slot that ``mode="drop"`` discards.
+* The status of a step (the first failing check) is computed once per lane and
+  materialized, so XLA does not re-derive the whole check tree inside every register
+  update (see ``_materialize``).
+* Optional ``shrink``: the lockstep array halves as lanes stop, so a few long programs
+  do not keep paying for the whole batch. ``trace`` records one lane step by step.
 """
 
 from __future__ import annotations
