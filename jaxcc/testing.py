@@ -206,7 +206,8 @@ class _Gen:
     def call(self, sc: _Scope, fn: _Fn, fuel: int) -> ast.Call:
         r = self.r
         args = [self.expr(sc, t, fuel - 1) for t in fn.params]
-        self.called.add(fn.name)
+        if fn is not sc.fn:  # a self-call passing a parameter on is not a typed input
+            self.called.add(fn.name)
         if fn.recursive:
             if fn is sc.fn:
                 sc.self_calls += 1
@@ -1194,7 +1195,7 @@ def _filler(r: _R, tag: str) -> list[str]:
 
 
 @st.composite
-def _near_misses(draw, classes):
+def _near_misses(draw, classes, context):
     r = _R(draw)
     cls = r.pick(classes)
     x, y = r.pick(_VAR_NAMES), r.pick(_VAR_NAMES)
@@ -1220,16 +1221,42 @@ def _near_misses(draw, classes):
         lines[-1].endswith(":") or lines[-1].count("(") > lines[-1].count(")")
     )
     after = [] if unfinished else _filler(r, "b")
-    return "\n".join(before + lines + after) + "\n", ERROR_CLASSES[cls]
+    snippet = "\n".join(before + lines + after) + "\n"
+    if context:
+        snippet = _in_context(r, draw(programs(max_functions=2, unbound_reads=False)), snippet,
+                              "first" if cls not in _COMPILE_TIME else "last" if unfinished else "any")  # fmt: skip
+    return snippet, ERROR_CLASSES[cls]
 
 
-def near_misses(classes=None) -> st.SearchStrategy[tuple[str, str]]:
+_COMPILE_TIME = ("syntax", "indentation", "type", "name", "unsupported")
+
+
+def _in_context(r: _R, program: str, snippet: str, where: str) -> str:
+    """The snippet inserted between two top-level statements of a valid program.
+
+    where: "first" (a run-time error must come before anything else can fail), "last"
+    (an unclosed bracket or unfinished block), or "any".
+    """
+    if not program.endswith("\n"):
+        program += "\n"
+    lines = program.splitlines(keepends=True)
+    # a top-level statement at column 0 starts its line (one after `;` does not)
+    starts = [s.lineno - 1 for s in ast.parse(program).body if s.col_offset == 0]
+    starts.append(len(lines))
+    at = 0 if where == "first" else len(lines) if where == "last" else r.pick(starts)
+    return "".join(lines[:at]) + snippet + "".join(lines[at:])
+
+
+def near_misses(classes=None, context: bool = False) -> st.SearchStrategy[tuple[str, str]]:
     """``(source, exception name)`` pairs: programs with exactly one error each.
 
     ``classes`` is a list of keys of ``ERROR_CLASSES`` (default: all of them); each example
     picks one class, then one template of it with random names and numbers, between up to
     two error-free filler statements before and after (none after an unclosed bracket or
-    an unfinished block). The name is the exception jaxcc reports:
+    an unfinished block). With ``context``, that snippet is then put between two top-level
+    statements of a (formatted, error-prone but never-reached) ``programs()`` example: at
+    the start for run-time errors, at the end after an unclosed bracket or block, anywhere
+    for the other compile-time errors. The name is the exception jaxcc reports:
 
     * ``syntax`` (SyntaxError): a missing ``:``, unbalanced parentheses, stray tokens, a
       leading-zero literal, an invalid character, a bad assignment target, ``return``
@@ -1256,4 +1283,4 @@ def near_misses(classes=None) -> st.SearchStrategy[tuple[str, str]]:
     unknown = set(classes) - set(ERROR_CLASSES)
     if unknown:
         raise ValueError(f"unknown error classes: {sorted(unknown)}")
-    return _near_misses(classes)
+    return _near_misses(classes, context)

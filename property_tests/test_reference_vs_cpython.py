@@ -102,10 +102,19 @@ RUN_TIME = (
 )
 
 
-@settings(max_examples=200 * SCALE, **SETTINGS)
+@settings(max_examples=150 * SCALE, **SETTINGS)
 @given(near_misses())
 def test_near_misses(example):
-    source, expected = example
+    check_near_miss(*example)
+
+
+@settings(max_examples=100 * SCALE, **SETTINGS)
+@given(near_misses(context=True))
+def test_near_misses_in_context(example):
+    check_near_miss(*example)
+
+
+def check_near_miss(source: str, expected: str):
     got = run_reference(source)
     assert got.error == expected, f"\n--- program\n{source}--- expected {expected}, jaxcc: {got}"
     want = oracle.run_detailed(source, LIMITS)

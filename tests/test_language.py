@@ -181,6 +181,19 @@ COMPILE = [
     (src("x = None"), Code.TYPE, Type.NONE_VALUE, 1),
     (src("def f(a):", "    return a", "print(f(1, 2))"), Code.TYPE, Type.ARITY, 3),
     (src("def f(a, b):", "    return a", "print(f(1))"), Code.TYPE, Type.ARITY, 3),
+    # a parameter only passed on to itself has no typed input: it is an int
+    (
+        src(
+            "def f(n, b):",
+            "    if n <= 0:",
+            "        return 0",
+            "    x = b and True",
+            "    return f(n - 1, b)",
+        ),
+        Code.TYPE,
+        Type.MIXED,
+        4,
+    ),  # fmt: skip
     (src("print(abs(1, 2))"), Code.TYPE, Type.BUILTIN_ARITY, 1),
     (src("print(max(1))"), Code.TYPE, Type.BUILTIN_ARITY, 1),
     (src("print(y)"), Code.NAME, None, 1),

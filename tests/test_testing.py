@@ -74,7 +74,16 @@ RUNTIME = {"ZeroDivisionError", "OverflowError", "ValueError", "RecursionError",
 @settings(max_examples=150 * SCALE, **SETTINGS)
 @given(near_misses())
 def test_near_misses_fail_as_promised(example):
-    source, expected = example
+    check_near_miss(*example)
+
+
+@settings(max_examples=60 * SCALE, **SETTINGS)
+@given(near_misses(context=True))
+def test_near_misses_in_context_fail_as_promised(example):
+    check_near_miss(*example)
+
+
+def check_near_miss(source, expected):
     assert expected in ERROR_CLASSES.values()
     out = oracle.run_detailed(source, timeout=5.0)
     if expected in ("SyntaxError", "IndentationError"):
