@@ -115,6 +115,20 @@ def bench_one(b, ns, limits, inner_steps, unroll, repeats, shrink=0):
     )
 
 
+def hlo_stats(b, limits, inner_steps, unroll, shrink, path):
+    """Compile one configuration, write its optimized HLO to path, count key ops."""
+    prog = batch(sum_squares_program(), b)
+    entry = jnp.ones((b,), jnp.int32)
+    args = jnp.ones((b, 1), jnp.int32)
+    budget = jnp.full((b,), limits.max_steps, jnp.int32)
+    lowered = vm.run_batch.lower(prog, entry, args, budget, limits, inner_steps, unroll, shrink)
+    text = lowered.compile().as_text()
+    with open(path, "w") as f:
+        f.write(text)
+    ops = ("fusion(", "gather(", "scatter(", "while(", "copy(", "custom-call(")
+    return {op[:-1]: text.count(op) for op in ops}
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--out", required=True, help="directory for bench_vm.json")
@@ -131,6 +145,9 @@ def main(argv=None):
     p.add_argument("--small-limits", action="store_true",
                    help="max_stack 64, max_depth 16, max_output 16 instead of DEFAULT")  # fmt: skip
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--dump-hlo", action="store_true",
+                   help="write the optimized HLO of each configuration to --out and print "
+                        "its op counts (fusions, gathers, scatters per module)")  # fmt: skip
     a = p.parse_args(argv)
 
     if a.quick:
@@ -158,6 +175,11 @@ def main(argv=None):
         else:
             ns = rng.integers(a.n_lo, a.n_hi + 1, b)
         row = bench_one(b, ns, limits, k, a.unroll, a.repeats, sh)
+        if a.dump_hlo:
+            os.makedirs(a.out, exist_ok=True)
+            path = os.path.join(a.out, f"vm_hlo_b{b}_k{k}_s{sh}.txt")
+            row["hlo_ops"] = hlo_stats(b, limits, k, a.unroll, sh, path)
+            print(f"  HLO ops {row['hlo_ops']} -> {path}", flush=True)
         rows.append(row)
         print(
             f"lanes={b:8d} inner={k:3d} shrink={sh}  {row['time_s'] * 1e3:9.2f} ms  "
