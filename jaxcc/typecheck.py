@@ -211,11 +211,16 @@ def infer_types(ast, sc, limits) -> Types:
         return new, (sv, sr), stage, done
 
     def body(c):
-        return lax.fori_loop(0, 4, lambda _, x: step(x), c)
+        c, k = c
+        return lax.fori_loop(0, 4, lambda _, x: step(x), c), k + 4
 
     zero = jnp.zeros((n,), I32)
     init = ((zero, zero, zero), (seed_var0, seed_ret0), jnp.int32(0), jnp.bool_(False))
-    state, seeds, _, _ = lax.while_loop(lambda c: ~c[3], body, init)
+    # monotone, so it ends; the cap only guards against a malformed AST (an error lane)
+    cap = 16 * n + 64
+    (state, seeds, _, _), _ = lax.while_loop(
+        lambda c: ~c[0][3] & (c[1] < cap), body, (init, jnp.int32(0))
+    )
     t, var, ret = state
 
     # -- checks (the reference's check_types) ----------------------------------------------

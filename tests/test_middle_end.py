@@ -306,3 +306,25 @@ def test_incoming_error_is_kept():
 
 def test_pass_list():
     assert [name for name, _ in PASSES] == ["resolve_names", "infer_types", "emit_code"]
+
+
+def test_garbage_asts_terminate_and_keep_incoming_errors():
+    # lanes behind a lexer/parser error may hold anything: every pass must still end
+    rng = np.random.default_rng(0)
+    n = LIMITS.max_nodes
+
+    def rnd(hi, lo=0):
+        return rng.integers(lo, hi, size=(BATCH, n)).astype(np.int32)
+
+    ast = flatten_many([""] * BATCH, LIMITS)[0]._replace(
+        kind=rnd(26), op=rnd(12), value=rnd(40, -3), parent=rnd(n, -1), child_index=rnd(4),
+        n_children=rnd(4), line=rnd(20), col=rnd(20), end_line=rnd(20), end_col=rnd(20),
+        n_nodes=rng.integers(0, n + 1, size=BATCH).astype(np.int32),
+    )  # fmt: skip
+    z = np.zeros(BATCH, np.int32)
+    incoming = np.where(np.arange(BATCH) % 2 == 0, Code.SYNTAX, Code.OK).astype(np.int32)
+    p, e = _jitted()(ast, Error(incoming, z + 3, z + 1, z))
+    code = np.asarray(e.code)
+    assert (code[::2] == Code.SYNTAX).all() and (np.asarray(e.line)[::2] == 3).all()
+    assert (np.asarray(p.n_code)[::2] == 0).all()
+    assert set(code.tolist()) <= set(int(c) for c in Code)
