@@ -34,7 +34,7 @@ def _child(name: str) -> subprocess.CompletedProcess:
     )
 
 
-@pytest.mark.parametrize("name", ["toy", "vm"])
+@pytest.mark.parametrize("name", ["toy", "vm", "pipeline"])
 def test_sharded_equals_one_device(name):
     proc = _child(name)
     assert proc.returncode == 0, proc.stdout + proc.stderr
