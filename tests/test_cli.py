@@ -26,8 +26,18 @@ def write(tmp_path, name: str, text: str) -> str:
 
 
 def jaxcc(capsys, *argv) -> tuple[int, str, str]:
-    """(exit status, stdout, stderr) of cli.main(argv)."""
-    status = cli.main([str(a) for a in argv])
+    """(exit status, stdout, stderr) of cli.main(argv).
+
+    These tests are about the command line itself, so they pin the (fast to start)
+    reference backends unless a test names one; tests/test_jax_path.py runs the JAX path.
+    """
+    argv = [str(a) for a in argv]
+    if argv and argv[0] == "run":
+        if "--compiler" not in argv:
+            argv[1:1] = ["--compiler", "python"]
+        if "--vm" not in argv:
+            argv[1:1] = ["--vm", "python"]
+    status = cli.main(argv)
     out, err = capsys.readouterr()
     return status, out, err
 

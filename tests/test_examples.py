@@ -1,4 +1,5 @@
-"""Every examples/*.py through the CLI's python/python path, against CPython.
+"""Every examples/*.py through the CLI, on both paths (python/python, the reference, and
+jax/jax, the on-device compiler and VM), against CPython.
 
 For each example: CPython's stdout equals examples/NAME.out (the stdout before any error),
 and `jaxcc run` prints exactly NAME.out and raises the exception CPython raises (by
@@ -40,15 +41,18 @@ def _cpython(path: pathlib.Path) -> tuple[str, str | None]:
     return p.stdout, exc
 
 
-@pytest.fixture(scope="module")
-def jaxcc_results():
-    """All examples as one batch through `jaxcc run --json` (in-process)."""
+BACKENDS = ["python", "jax"]
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def jaxcc_results(request):
+    """All examples as one batch through `jaxcc run --json` (in-process), per backend."""
     import contextlib
     import io
 
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
-        status = cli.main(["run", "--json", "--compiler", "python", "--vm", "python",
+        status = cli.main(["run", "--json", "--compiler", request.param, "--vm", request.param,
                            *map(str, FILES)])  # fmt: skip
     rows = [json.loads(line) for line in buf.getvalue().splitlines()]
     assert [pathlib.Path(r["file"]).name for r in rows] == [f.name for f in FILES]
