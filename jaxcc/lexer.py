@@ -669,7 +669,7 @@ def _lex_one(src, length, limits: Limits, hash_muls=LT.HASH_MULS):
 
 class _Stack(NamedTuple):
     depth: object  # Int32[K]  indentation levels (above 0) after each statement line
-    mismatch: object  # Bool[K]  the line's column is not on the stack before it
+    mismatch: object  # Bool[K]  (on a dedent) the line's column is not on the stack before it
 
 
 def _indent_stack(c, ok, max_indent: int):
@@ -735,8 +735,9 @@ def _intern(
             if is_user_name[t]:
                 value[t] = ids.setdefault(text[t], N_RESERVED_NAMES + len(ids))
 
-    Names are sorted by (hash1, hash2, length, slot); sorted neighbours with equal keys
-    are compared byte by byte, so a hash collision never merges different names.
+    Names are sorted by (hash1, hash2, length, slot); within a run of equal keys each
+    name is compared byte by byte with the run's first unresolved name (rounds repeat
+    only while two different names share a key), so collisions are resolved exactly.
     """
     TS = T + 1
     tid = jnp.clip(eid, 0, N - 1)
@@ -763,20 +764,30 @@ def _intern(
         & (sh2 == _shift_right(sh2, _c(0, u32)))
         & (sl == _shift_right(sl, -1))
     )
+    run_start = _cummax(jnp.where(same_key, 0, slots))  # sorted: first of the equal keys
     rank = jnp.zeros(TS, i32).at[perm].set(slots)
-    pred_slot = _shift_right(perm, 0)[rank]  # slot of the sorted predecessor
-    # byte-wise comparison with the predecessor: every byte of a user name
+    # every byte of a user name: its slot's sorted position
     s_of = tok_start
-    slot_of = jnp.where(is_start, tok_base, TS)[s_of]  # slot of the token holding byte i
+    slot_of = jnp.where(is_start, tok_base, TS)[s_of]
     in_user = user_start[s_of] & (slot_of < TS) & (idx < tok_end[s_of])
-    sc = jnp.clip(slot_of, 0, TS - 1)
-    other = out.start[pred_slot[sc]] + (idx - s_of)
-    mism = in_user & same_key[rank[sc]] & (_at(b, other, -1) != b)
-    mism_slot = jnp.zeros(TS, bool).at[jnp.where(mism, slot_of, TS)].set(True, mode="drop")
-    eq_pred = same_key & ~mism_slot[perm]
-    grp_start = jnp.where(eq_pred, 0, jnp.arange(TS, dtype=i32))
-    grp = _cummax(grp_start)  # sorted position of the group's first element
-    rep = perm[grp][rank]  # slot of the first occurrence of each slot's name
+    r_of = rank[jnp.clip(slot_of, 0, TS - 1)]
+
+    def resolve(state):
+        # each unresolved name is compared byte by byte with the first unresolved name
+        # of its key run (the earliest slot); equal ones take it as representative
+        unresolved, rep = state
+        first_u = _rcummin(jnp.where(unresolved, slots, _BIG))
+        lead = jnp.clip(first_u[run_start], 0, TS - 1)  # Int32[TS] sorted positions
+        other = out.start[perm[lead[r_of]]] + (idx - s_of)
+        mism = in_user & unresolved[r_of] & (_at(b, other, -1) != b)
+        differs = jnp.zeros(TS, bool).at[jnp.where(mism, r_of, TS)].set(True, mode="drop")
+        same = unresolved & ~differs
+        return unresolved & ~same, jnp.where(same, lead, rep)
+
+    # one round settles every name unless two different names share a key
+    state = resolve((sf == 0, slots))
+    _, rep_sorted = lax.while_loop(lambda st: jnp.any(st[0]), resolve, state)
+    rep = perm[rep_sorted[rank]]  # slot of the first occurrence of each slot's name
     first = is_user & (rep == slots)
     ids = N_RESERVED_NAMES + jnp.cumsum(first.astype(i32)) - 1
     return ids[rep]
