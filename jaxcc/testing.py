@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import ast
 import io
+import random
 import tokenize
 from typing import NamedTuple
 
@@ -87,6 +88,19 @@ class _R:
                 return x
             k -= w
         raise AssertionError("unreachable")
+
+
+class _Seeded(_R):
+    """_R's choices from a seeded random.Random (they do not shrink)."""
+
+    def __init__(self, seed: int):
+        self.rng = random.Random(seed)
+
+    def int(self, lo: int, hi: int) -> int:
+        return self.rng.randint(lo, hi)
+
+    def chance(self, pct: int) -> bool:
+        return self.rng.randrange(100) < pct
 
 
 class _Fn(NamedTuple):
@@ -904,7 +918,10 @@ def _programs(draw, max_functions, fuel, depth, max_statements, unbound_reads, f
     plain = ast.unparse(mod)
     if not formatting:
         return plain + "\n"
-    text = _Render(r, r.int(0, 3)).module(mod)
+    # formatting choices come from a seeded generator (drawing each from Hypothesis
+    # doubles the generation time); messiness 0 (what failures shrink to) is plain text
+    messy = r.int(0, 3)
+    text = _Render(_Seeded(r.int(0, 2**32 - 1)), messy).module(mod)
     # the formatting pass must never change the program
     if ast.dump(ast.parse(text)) != ast.dump(ast.parse(plain)):
         raise AssertionError(f"formatting changed the program:\n{plain}\n----\n{text}")

@@ -126,7 +126,7 @@ def _collect(n: int) -> list[str]:
 
 
 def test_programs_have_variety():
-    sources = _collect(250)
+    sources = _collect(150)
     text = "\n".join(sources)
     for needle in ("#", "\\\n", ";", "elif", "else:", "while True:", "print()", "range(",
                    "break", "continue", "return", "assert", " -> ", ": bool", "n - 1",
