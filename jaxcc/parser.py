@@ -29,7 +29,8 @@ from jaxcc.syntax import Ann, Ast, Ctx, Node
 from jaxcc.tokens import N_TOK, NAME_BOOL, NAME_INT, Tok, Tokens
 
 I32 = jnp.int32
-STEPS_PER_ITER = 16  # automaton steps per while_loop iteration (amortises the host sync)
+STEPS_PER_ITER = 16
+_SYNTAX_PENDING = -1  # err_code of a syntax error not yet classified  # automaton steps per while_loop iteration (amortises the host sync)
 
 # stack entry fields
 _S_STATE, _S_NSTART, _S_FIRST, _S_LAST, _S_PREV_KIND = range(5)
@@ -60,11 +61,9 @@ class _Tabs(NamedTuple):
 class _Prog(NamedTuple):
     """Per-program constants of the automaton."""
 
-    sig_kind: object  # Int32[Array, "T+1"]  kinds of the significant tokens, then PAD
-    sig_tok: object  # Int32[Array, "T+1"]  their token indices
+    sig: object  # Int32[Array, "T+1 2"]  kind, token index of the significant tokens, then PAD
     n_sig: object  # Int32[]
-    kind: object  # Int32[Array, "T"]
-    value: object  # Int32[Array, "T"]
+    kv: object  # Int32[Array, "T 2"]  kind, value of every token
     lex_failed: object  # Bool[]
 
 
@@ -112,7 +111,9 @@ def _prepare(tok: Tokens, lex_failed) -> _Prog:
     n_sig = jnp.sum(sig.astype(I32))
     pos = jnp.arange(T + 1, dtype=I32)
     sig_kind = jnp.where(pos < n_sig, tok.kind[jnp.minimum(sig_tok, T - 1)], Tok.PAD)
-    return _Prog(sig_kind.astype(I32), sig_tok, n_sig, tok.kind, tok.value, lex_failed)
+    # packed pairs: one gather per lookup in the step
+    sig = jnp.stack([sig_kind.astype(I32), sig_tok], axis=1)
+    return _Prog(sig, n_sig, jnp.stack([tok.kind, tok.value], axis=1), lex_failed)
 
 
 def _init(D: int, N: int) -> _Carry:
@@ -154,11 +155,9 @@ def _step(c: _Carry, p: _Prog, tabs: _Tabs, nnt: int) -> _Carry:
     (GOTO already includes the unit reductions the lookahead implies.)
     """
     D, N = c.stack.shape[0], c.nodes.shape[0]
-    T = p.kind.shape[0]
+    T = p.kv.shape[0]
     active = ~c.done
-    pos = jnp.minimum(c.pos, T)
-    a = p.sig_kind[pos]
-    t = p.sig_tok[pos]
+    a, t = p.sig[jnp.minimum(c.pos, T)]
     exhausted = c.pos >= p.n_sig
     # a lexer error truncated the tokens: stop where they end, leaving the lexer's error
     stop_lex = exhausted & p.lex_failed
@@ -183,11 +182,12 @@ def _step(c: _Carry, p: _Prog, tabs: _Tabs, nnt: int) -> _Carry:
     goto = tabs.goto[(s_below * nnt + rule[G.F["lhs"]]) * N_TOK + a]
 
     vt = jnp.clip(first + rule[G.F["voff"]], 0, T - 1)
-    value = jnp.where(rule[G.F["vmode"]] == G.VAL_TOKEN, p.value[vt], rule[G.F["val"]])
+    value = jnp.where(rule[G.F["vmode"]] == G.VAL_TOKEN, p.kv[vt, 1], rule[G.F["val"]])
     # the rhs symbol the action inspects (annotation, assignment target, error position)
     at_raw = rows[2, _S_FIRST] + rule[G.F["aoff"]]
     at = jnp.clip(at_raw, 0, T - 1)
-    ann = _ann_code(p.kind[at], p.value[at])
+    akind, avalue = p.kv[at]
+    ann = _ann_code(akind, avalue)
     ann_ok = (at_raw == rows[2, _S_LAST]) & (ann != 0)
     op = jnp.where(rule[G.F["opmode"]] == G.OP_ANN, ann, rule[G.F["op"]])
     tnode = rows[2, _S_NSTART]
@@ -225,32 +225,10 @@ def _step(c: _Carry, p: _Prog, tabs: _Tabs, nnt: int) -> _Carry:
     layout = (a == Tok.NEWLINE) | (a == Tok.INDENT) | (a == Tok.DEDENT)
     new_n = jnp.where(reduce, nbase + make.astype(I32), c.n)
 
-    # errors
-    flags = tabs.flags[s]
-    syntax_detail = jnp.where(
-        ((flags & G.FLAG_COLON_ONLY) != 0) | (((flags & G.FLAG_COLON) != 0) & (a == Tok.NEWLINE)),
-        Syntax.EXPECTED_COLON,
-        jnp.where((a == Tok.ENDMARKER) | (a == Tok.PAD), Syntax.UNEXPECTED_EOF, Syntax.INVALID),
-    )
-    indent_err = (a == Tok.INDENT) | ((flags & G.FLAG_INDENT) != 0)
-    code = jnp.where(
-        node_over | stack_over,
-        Code.LIMIT,
-        jnp.where(fail, jnp.where(indent_err, Code.INDENTATION, Code.SYNTAX), 0),
-    )
-    detail = jnp.where(
-        node_over,
-        Limit.NODES,
-        jnp.where(
-            stack_over,
-            Limit.PARSE_DEPTH,
-            jnp.where(
-                indent_err,
-                jnp.where(a == Tok.INDENT, Syntax.UNEXPECTED_INDENT, Syntax.EXPECTED_INDENT),
-                syntax_detail,
-            ),
-        ),
-    )
+    # errors: a syntax error is classified after the loop (_classify), from the state and
+    # the lookahead kind kept in err_detail
+    code = jnp.where(node_over | stack_over, Code.LIMIT, jnp.where(fail, _SYNTAX_PENDING, 0))
+    detail = jnp.where(node_over, Limit.NODES, jnp.where(stack_over, Limit.PARSE_DEPTH, a))
     hard = go & (code != 0)
     note = ok & reduce & check_fail & (c.act_code == 0)
 
@@ -326,6 +304,29 @@ def _error_class(code):
     return jnp.where((code == Code.SYNTAX) | (code == Code.INDENTATION), 0, 1)
 
 
+def _classify(code, detail, state, flags):
+    """(code, detail) of a failed ACTION lookup in ``state`` with lookahead kind ``detail``."""
+    a = detail
+    f = flags[jnp.maximum(state, 0)]
+    syntax_detail = jnp.where(
+        ((f & G.FLAG_COLON_ONLY) != 0) | (((f & G.FLAG_COLON) != 0) & (a == Tok.NEWLINE)),
+        Syntax.EXPECTED_COLON,
+        jnp.where((a == Tok.ENDMARKER) | (a == Tok.PAD), Syntax.UNEXPECTED_EOF, Syntax.INVALID),
+    )
+    indent = (a == Tok.INDENT) | ((f & G.FLAG_INDENT) != 0)
+    pending = code == _SYNTAX_PENDING
+    new_code = jnp.where(indent, Code.INDENTATION, Code.SYNTAX)
+    new_detail = jnp.where(
+        indent,
+        jnp.where(a == Tok.INDENT, Syntax.UNEXPECTED_INDENT, Syntax.EXPECTED_INDENT),
+        syntax_detail,
+    )
+    return (
+        jnp.where(pending, new_code, code).astype(I32),
+        jnp.where(pending, new_detail, detail).astype(I32),
+    )
+
+
 def _cpython_error_token(c: _Carry, tok: Tokens, flags):
     """The token CPython's special syntax-error rules point at, else c.err_tok.
 
@@ -376,6 +377,8 @@ def _finish(c: _Carry, tok: Tokens, lex: Error, flags, N: int) -> tuple[Ast, Err
     T = tok.kind.shape[-1]
     # an automaton that ran out of steps (never expected: LR parsing is linear)
     stuck = ~c.done
+    code, detail = _classify(c.err_code, c.err_detail, c.err_state, flags)
+    c = c._replace(err_code=code, err_detail=detail)
     err_code = jnp.where(stuck, Code.LIMIT, c.err_code)
     err_detail = jnp.where(stuck, Limit.PARSE_DEPTH, c.err_detail)
     eline, ecol = _err_pos(tok, jnp.where(stuck, -1, _cpython_error_token(c, tok, flags)))
