@@ -68,10 +68,10 @@ def run_reference(source: str, limits: Limits = LIMITS) -> Result:
     return Result(out, EXCEPTION_NAME[Code(status)], int(r.line), False)
 
 
-def check_program(source: str):
+def check_program(source: str, limits: Limits = LIMITS):
     """Same stdout and exception name as CPython; returns the shared outcome."""
-    want = oracle.run_detailed(source, LIMITS)
-    got = run_reference(source)
+    want = oracle.run_detailed(source, limits)
+    got = run_reference(source, limits)
     assert want.error != "TimeoutError", f"program too long for the oracle:\n{source}"
     assert (got.stdout, got.error) == (want.stdout, want.error), (
         f"\n--- program\n{source}--- CPython: {want}\n--- jaxcc:   {got}"
@@ -89,6 +89,18 @@ def test_programs_match_cpython(source):
 @given(programs(max_functions=5, fuel=4, depth=3, max_statements=5, formatting=False))
 def test_bigger_programs_match_cpython(source):
     check_program(source)
+
+
+# Both sides count frames (the module body is one) and output items the same way, so a
+# tiny max_depth and max_output give RecursionError and OutputLimitError (with the
+# output printed before it) that must agree too.
+TIGHT = LIMITS._replace(max_output=12, max_depth=3)
+
+
+@settings(max_examples=80 * SCALE, **SETTINGS)
+@given(programs())
+def test_programs_match_cpython_at_tight_limits(source):
+    check_program(source, TIGHT)
 
 
 COMPILE_TIME = {"SyntaxError", "IndentationError"}
