@@ -938,28 +938,48 @@ def programs(
 ) -> st.SearchStrategy[str]:
     """Source text of well-typed, terminating programs of jaxcc's subset.
 
-    Each program has up to ``max_functions`` functions (int/bool parameters, optionally
-    annotated; int, bool or no return value) interleaved with module-level statements.
-    Functions call only earlier functions; a recursive function's first parameter ``n``
-    is a depth that every self-call decreases (``f(n - 1, ...)``) and that its first
-    statement checks (``if n <= 0: return ...``); calls from elsewhere pass a literal
-    depth of at most 4. Loops are ``for NAME in range(...)`` with bounded trip counts and
-    ``while`` loops driven by a counter (``c < K`` or ``while True:`` with ``if c > K:
-    break``); the product of nested trip counts and the cost of calls made inside loops
-    are bounded, so programs run for at most some tens of thousands of VM steps.
-    Expressions (at most ``fuel`` levels deep) use every operator of the subset, chained
-    comparisons, ``and``/``or`` (with side-effecting calls), conditional expressions,
-    ``abs``/``min``/``max``; divisors are mostly guarded (a non-zero literal or ``e or
-    k``), ``**`` exponents and shift counts are mostly ``e % k``, so values stay mostly
-    inside int32 while some programs overflow, divide by zero, shift by a negative
-    count, fail an ``assert`` or use a ``range`` step of 0 on purpose. Variables keep one
-    type, are read only when definitely assigned, except (with ``unbound_reads``) a few
-    deliberate reads of maybe-unassigned names that raise UnboundLocalError/NameError.
-    Compound statements nest at most ``depth`` levels; blocks have 1 to
-    ``max_statements`` statements. With ``formatting``, the text gets random spacing,
-    comments, blank lines, line breaks inside brackets, backslash continuations, other
-    spellings of int literals, one-line bodies, ``;``-joined statements and odd
-    indentation widths (or tabs); the post-pass is checked to keep the AST unchanged.
+    Each program has up to ``max_functions`` functions (0-3 int/bool parameters, some
+    annotated, bool ones always when the function has no other caller; int, bool or no
+    return value, sometimes annotated) and module-level statements. Usually defs and
+    module statements interleave and a function calls only earlier ones; sometimes all
+    defs come first, in shuffled order, and a function may call one defined later
+    (module statements run only after every def). A recursive function's first
+    parameter ``n`` is a depth that every self-call decreases (``f(n - 1, ...)`` or
+    ``n - 2``) and that its first statement checks (``if n <= 0: return ...``); calls
+    from elsewhere pass a literal depth from -1 to 4. Loops are ``for NAME in
+    range(...)`` with bounded trip counts (1-3 arguments, negative steps, empty
+    ranges) and ``while`` loops driven by a counter (``c < K``, maybe ``and e``, or
+    ``while True:`` with ``if c > K: break``); value-returning functions end in a
+    ``return``, an ``if``/``else`` returning on both sides, or a ``while True:`` that
+    returns. The product of nested trip counts and the cost of calls inside loops are
+    bounded, so programs run for at most some tens of thousands of VM steps.
+
+    Expressions (at most ``fuel`` levels deep) use every operator of the subset on int
+    and bool operands, chained comparisons, ``and``/``or`` (with side-effecting calls),
+    conditional expressions, ``abs``/``min``/``max``; literals are mostly small, some at
+    the int32 edges (``2147483647``, ``-2147483648``). Divisors are mostly guarded (a
+    non-zero literal or ``e or k``), ``**`` exponents and shift counts are mostly
+    ``e % k``, so values stay mostly inside int32 while some programs overflow, divide by
+    zero, shift by a negative count, fail an ``assert`` or use a ``range`` step of 0 on
+    purpose. Statements: assignment (a local may reuse a module variable's name),
+    augmented assignment (bool variables only with ``&= |= ^=``), ``print`` of 0-3 ints
+    and bools, calls as statements, bare expressions, ``assert``, ``pass``, ``if``/
+    ``elif``/``else``, loops, ``break``/``continue``, ``return`` (``return None`` and
+    ``return print(...)`` in functions without a value). Variables keep one type and are
+    read only when definitely assigned, except (with ``unbound_reads``) a few deliberate
+    reads of maybe-unassigned names that raise UnboundLocalError (NameError at module
+    level). Names come in one of a few styles per program (``v3``, ``_v_3``, ``V3``, or
+    keyword-like prefixes such as ``iff3``, ``None_3``). Compound statements nest at most
+    ``depth`` levels; blocks have 1 to ``max_statements`` statements.
+
+    With ``formatting``, the text gets random spacing, comments (also inside brackets and
+    on their own lines at any indentation), blank lines, line breaks inside brackets,
+    backslash continuations, hexadecimal/octal/binary and ``_`` spellings of literals,
+    one-line bodies, ``;``-joined statements and a trailing ``;``, indentation widths
+    other than 4 (or tabs), and sometimes no final newline; how much is drawn per program
+    (shrinking to none), the choices themselves from a seeded RNG. The post-pass is
+    checked to leave the AST unchanged. Without ``formatting`` the text is exactly
+    ``ast.unparse`` of the program plus a newline.
     """
     return _programs(max_functions, fuel, depth, max_statements, unbound_reads, formatting)
 
