@@ -122,6 +122,35 @@ class Lane(NamedTuple):
     mem: object  # Int32[Array, "M 2"]  see Layout
 
 
+# The registers Lane carries from step to step, packed into one Int32[12] per lane in the
+# loop carry: the update is then one array (one fused kernel) instead of 12 separate
+# outputs, each of which XLA would compute in its own kernel.
+_REGS = ("pc", "sp", "fp", "fn", "depth", "serial", "nparams", "nlocals", "maxstack",
+         "steps", "status", "n_out")  # fmt: skip
+_STATUS = _REGS.index("status")
+
+
+class Packed(NamedTuple):
+    """Lane as carried by the loops: loop-invariant fields, the registers, memory."""
+
+    pid: object
+    budget: object
+    n_code: object
+    n_funcs: object
+    regs: object  # Int32[Array, "12"]  in _REGS order
+    mem: object  # Int32[Array, "M 2"]
+
+
+def _pack(s: Lane) -> Packed:
+    regs = jnp.stack([getattr(s, k) for k in _REGS])
+    return Packed(s.pid, s.budget, s.n_code, s.n_funcs, regs, s.mem)
+
+
+def _unpack(p: Packed) -> Lane:
+    regs = {k: p.regs[i] for i, k in enumerate(_REGS)}
+    return Lane(pid=p.pid, budget=p.budget, n_code=p.n_code, n_funcs=p.n_funcs, mem=p.mem, **regs)
+
+
 def _i32(x):
     return jnp.asarray(x, jnp.int32)
 
@@ -631,12 +660,12 @@ def _finish(t: Tables, lay: Layout, limits: Limits, s: Lane) -> isa.RunResult:
     )
 
 
-def _put(full: Lane, idx, part: Lane) -> Lane:
+def _put(full: Packed, idx, part: Packed) -> Packed:
     """full[idx] = part, lane-wise (idx: distinct lane indices)."""
     return jax.tree.map(lambda f, p: f.at[idx].set(p, unique_indices=True), full, part)
 
 
-def _take(lanes: Lane, idx) -> Lane:
+def _take(lanes: Packed, idx) -> Packed:
     return jax.tree.map(lambda x: x[idx], lanes)
 
 
@@ -660,8 +689,8 @@ def _run_lanes(
     more compiled loop body.
     """
     lay = layout(limits)
-    full = jax.vmap(functools.partial(_init, t, lay, limits))(pid, entry, args, budget)
-    vstep = jax.vmap(functools.partial(_step, t, lay, limits))
+    full = jax.vmap(lambda *a: _pack(_init(t, lay, limits, *a)))(pid, entry, args, budget)
+    vstep = jax.vmap(lambda p: _pack(_step(t, lay, limits, _unpack(p))))
 
     def body(s):
         return lax.fori_loop(0, inner_steps, lambda _, x: vstep(x), s, unroll=unroll)
@@ -675,19 +704,19 @@ def _run_lanes(
         size = n >> k
         if k > 0:  # compact: running lanes first (stable), keep `size` of them
             full = _put(full, orig, cur)
-            order = jnp.argsort(cur.status != Code.RUNNING, stable=True)[:size]
+            order = jnp.argsort(cur.regs[:, _STATUS] != Code.RUNNING, stable=True)[:size]
             cur = _take(cur, order)
             orig = orig[order]
         # at every level but the last, stop once at most half of the lanes are running
         keep = size // 2 if k < levels else 0
         cur = lax.while_loop(
-            lambda s, keep=keep: jnp.sum(s.status == Code.RUNNING) > keep, body, cur
+            lambda s, keep=keep: jnp.sum(s.regs[:, _STATUS] == Code.RUNNING) > keep, body, cur
         )
     if levels:
         full = _put(full, orig, cur)
     else:
         full = cur
-    return jax.vmap(functools.partial(_finish, t, lay, limits))(full)
+    return jax.vmap(lambda p: _finish(t, lay, limits, _unpack(p)))(full)
 
 
 @functools.partial(jax.jit, static_argnames=("limits", "inner_steps", "unroll", "shrink"))
