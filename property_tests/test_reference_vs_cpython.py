@@ -154,3 +154,23 @@ REGRESSIONS = [
 @pytest.mark.parametrize("source", REGRESSIONS)
 def test_regressions(source):
     check_program(source)
+
+
+# Near misses that once disagreed (source, exception name): kept as plain tests.
+NEAR_MISS_REGRESSIONS = [
+    ("x = (0 + 1))\n", "SyntaxError"),  # was reported at EOF (line 2), not at the ')'
+    ("print(5))\ny = 1\n", "SyntaxError"),
+    ("x = 1\nglobal x\n", "SyntaxError"),  # assigned before global declaration
+    ("global x\nx = 1\n", "UnsupportedError"),
+    ("if 1:\n        x = 1\n    y = 2\n", "IndentationError"),
+    (
+        "def f(n, b):\n    if n <= 0:\n        return 0\n    x = b and True\n"
+        "    return f(n - 1, b)\n",
+        "TypeError",
+    ),  # b has no typed input: an int
+]
+
+
+@pytest.mark.parametrize("source, expected", NEAR_MISS_REGRESSIONS)
+def test_near_miss_regressions(source, expected):
+    check_near_miss(source, expected)
