@@ -9,6 +9,7 @@ formatting variety by a post-pass that keeps the token stream (so the AST) uncha
 random spacing, comments, blank lines, line breaks inside brackets, backslash
 continuations, hex/octal/binary/underscore spellings of literals, one-line bodies, ``;``.
 Every choice is drawn from Hypothesis, so failing examples shrink toward smaller programs.
+This module needs ``hypothesis`` (the ``test`` extra); nothing else in jaxcc imports it.
 
 Example::
 

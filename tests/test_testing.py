@@ -21,7 +21,9 @@ from jaxcc.testing import ERROR_CLASSES, near_misses, programs
 from property_tests import oracle
 
 SCALE = 10 if os.environ.get("JAXCC_SLOW") == "1" else 1
-SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = dict(
+    deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
 
 # what a generated program may raise (on purpose: see programs()' docstring)
 PROGRAM_ERRORS = {
