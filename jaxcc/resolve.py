@@ -187,7 +187,6 @@ class Scopes(NamedTuple):
 
     lo: object  # Int32[N]  first node of each subtree
     preorder: object  # Int32[N]  pre-order rank (source order of node starts)
-    walk: object  # Int32[N]  rank in the reference's walk: by function id, then pre-order
     top: object  # Int32[N]  the top-level statement holding each node
     fn: object  # Int32[N]  function id of each node (0: module body)
     fdef: object  # Int32[N]  def node of each node's function (root: module)
@@ -244,9 +243,6 @@ def resolve_names(ast, limits) -> Scopes:
     fn = jnp.where(in_def, jnp.where(is_fdef[top], fnum[top], -1), 0)
     is_fn = is_fdef | (idx == root)
     fid = jnp.where(is_fdef, fnum, 0)
-    # the walk of the reference: functions by id (the module first), each in pre-order
-    wk = jnp.where(live, jnp.where(fn >= 0, fn, n) * (n + 1) + preorder, BIG)
-    walk = jnp.zeros((n,), I32).at[jnp.argsort(wk)].set(idx)
 
     # loops
     is_loop = live & ((kind == Node.WHILE) | (kind == Node.FOR))
@@ -449,7 +445,6 @@ def resolve_names(ast, limits) -> Scopes:
     return Scopes(
         lo=lo,
         preorder=preorder,
-        walk=walk,
         top=top,
         fn=fn,
         fdef=fdef,
