@@ -64,7 +64,7 @@ REGISTRY: dict[str, Entry] = {}
 
 def register(name: str, needs: tuple[str, ...] = (), quick: bool = True):
     def deco(fn):
-        doc = (fn.__doc__ or "").strip().splitlines()[0]
+        doc = " ".join((fn.__doc__ or "").strip().split("\n\n")[0].split())  # 1st paragraph
         REGISTRY[name] = Entry(name, needs, fn, doc, quick)
         return fn
 
@@ -863,6 +863,39 @@ def bench_examples(ctx: Ctx):
             throughput=len(progs) / m["seconds"], unit="programs/s", agree=agree,
             max_steps=int(steps.max()), compile_s=m["compile_s"],
             note="; ".join(differ) or None)  # fmt: skip
+
+
+# ------------------------------------------------------------------ per-stage micro-benchmarks
+
+
+def _micro(stage: str):
+    """Run bench/bench_<stage>.py (the stage author's own benchmark) in a subprocess with
+    --out DIR/bench_<stage> (and --quick); its files stay in that folder."""
+
+    def fn(ctx: Ctx):
+        path = os.path.join(ROOT, "bench", f"bench_{stage}.py")
+        bench = f"micro_{stage}"
+        if not os.path.exists(path):
+            ctx.add(bench=bench, note=f"skipped: bench/bench_{stage}.py does not exist yet")
+            return
+        out = os.path.join(ctx.args.out, f"bench_{stage}")
+        cmd = [sys.executable, path, "--out", out] + (["--quick"] if ctx.quick else [])
+        env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        t0 = time.perf_counter()
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT)
+        wall = time.perf_counter() - t0
+        print("\n".join("      " + ln for ln in proc.stdout.strip().splitlines()[-15:]))
+        files = sorted(os.listdir(out)) if os.path.isdir(out) else []
+        ctx.add(bench=bench, seconds=wall, note=f"rc={proc.returncode}; {out}: {', '.join(files)}")
+        if proc.returncode != 0:
+            raise RuntimeError(f"bench_{stage}.py failed: {proc.stderr.strip()[-500:]}")
+
+    fn.__doc__ = f"bench/bench_{stage}.py, the {stage} author's micro-benchmark (subprocess)."
+    return fn
+
+
+for _stage in ("lexer", "parser", "vm"):
+    register(f"micro_{_stage}", quick=False)(_micro(_stage))
 
 
 # ------------------------------------------------------------------ main
