@@ -785,6 +785,10 @@ def test_budget_per_lane():
                               budget=np.array([need, need - 1, 10**9], np.int32)))  # fmt: skip
     assert list(r.status) == [Code.OK, Code.TIMEOUT, Code.OK]
     assert list(r.steps) == [need, need - 1, need]
+    r = jax.device_get(vm.run(batch, SMALL, entry=entry, args=args,
+                              budget=np.array([0, -5, 1], np.int32)))  # fmt: skip
+    assert list(r.status) == [Code.TIMEOUT] * 3 and list(r.steps) == [0, 0, 1]
+    assert list(r.pc) == [2, 2, 3]  # stopped before instruction 1 (or 2) of function 1
 
 
 def test_inner_steps_do_not_change_results():
