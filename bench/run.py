@@ -357,11 +357,22 @@ def _reference_programs(ctx: Ctx, size: str, b: int):
     return jax.tree.map(lambda x: x[idx], program), codes[idx]
 
 
+def _encoded(ctx: Ctx, size: str, b: int):
+    """(source, length) of the corpus tiled to b programs (encoded once per size, then
+    tiled as arrays: encoding 256k strings one by one takes tens of seconds)."""
+    src, length = ctx.memo(("enc", size), lambda: encode(
+        [p["source"] for p in ctx.corpus[size]], ctx.limits(size)))  # fmt: skip
+    idx = np.arange(b) % src.shape[0]
+    return src[idx], length[idx]
+
+
 def _loop_inputs(ctx: Ctx, size: str, b: int):
-    progs = ctx.progs(size, b)
-    src, length = encode([p["source"] for p in progs], ctx.limits(size))
-    t = baselines.test_arrays(progs)
-    return (src, length, t["entry"], t["args"], t["expected"]), t["want"]
+    """Loop inputs (source, length, entry, args, expected) of b programs and CPython's
+    verdict per program (want)."""
+    src, length = _encoded(ctx, size, b)
+    t = ctx.memo(("tests", size), lambda: baselines.test_arrays(ctx.corpus[size]))
+    idx = np.arange(b) % t["entry"].shape[0]
+    return (src, length, t["entry"][idx], t["args"][idx], t["expected"][idx]), t["want"][idx]
 
 
 # ------------------------------------------------------------------ entries: stages
@@ -379,7 +390,7 @@ def bench_lexer(ctx: Ctx):
         jitted = jax.jit(lambda s, n, lim=lim: lexer.lex(s, n, lim))
 
         def make(b, size=size, lim=lim):
-            return encode([p["source"] for p in ctx.progs(size, b)], lim)
+            return _encoded(ctx, size, b)
 
         def work(b, args, out):
             toks, err = out
@@ -486,7 +497,7 @@ def bench_compile(ctx: Ctx):
         jitted = jax.jit(compile_fn(lim))
 
         def make(b, size=size, lim=lim):
-            return encode([p["source"] for p in ctx.progs(size, b)], lim)
+            return _encoded(ctx, size, b)
 
         def work(b, args, out):
             return b, {"errors": int((np.asarray(out[1].code) != 0).sum())}
