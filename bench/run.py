@@ -190,8 +190,8 @@ def measure(jitted, args: tuple, ctx: Ctx) -> dict:
         out = jax.block_until_ready(jitted(*args))
     first_s = time.perf_counter() - t0
     n = ctx.args.repeats
-    if first_s > 0:  # fewer repeats for slow calls, at most --repeats
-        n = max(1, min(n, int(ctx.args.target_s / first_s)))
+    if first_s > 0:  # fewer repeats for slow calls (at least 3 below a second each)
+        n = max(3 if first_s < 1.0 else 1, min(n, int(ctx.args.target_s / first_s)))
     times = []
     for _ in range(n):
         t0 = time.perf_counter()
