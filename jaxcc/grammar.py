@@ -125,6 +125,8 @@ cmp_op: LESS -> lt
       | GREATEREQUAL -> gte
       | EQEQUAL -> eq
       | NOTEQUAL -> not_eq
+      | KW_IN -> cmp_in
+      | KW_NOT KW_IN -> cmp_in
 expr: xor_expr | expr VBAR xor_expr -> bitor
 xor_expr: and_expr | xor_expr CIRCUMFLEX and_expr -> bitxor
 and_expr: shift_expr | and_expr AMPER shift_expr -> bitand
@@ -268,6 +270,7 @@ ACTIONS: dict[str, dict] = {
     "gte": _node(Node.CMPOP, op=CmpOp.GtE),
     "eq": _node(Node.CMPOP, op=CmpOp.Eq),
     "not_eq": _node(Node.CMPOP, op=CmpOp.NotEq),
+    "cmp_in": _unsupported(Unsupported.COMPARISON),
     "bitor": _node(Node.BINOP, op=BinOp.BitOr),
     "bitxor": _node(Node.BINOP, op=BinOp.BitXor),
     "bitand": _node(Node.BINOP, op=BinOp.BitAnd),
@@ -309,7 +312,7 @@ DISJUNCTION_SYMBOLS = frozenset(
     "or_test or_chain and_test and_chain not_test comparison cmp_chain cmp_op expr xor_expr "
     "and_expr shift_expr arith term factor power atom_expr call atom call_args "
     "NAME NUMBER KW_TRUE KW_FALSE KW_NONE KW_AND KW_OR KW_NOT RPAR PLUS MINUS STAR "
-    "DOUBLESTAR DOUBLESLASH PERCENT LEFTSHIFT RIGHTSHIFT AMPER VBAR CIRCUMFLEX TILDE".split()
+    "DOUBLESTAR DOUBLESLASH PERCENT LEFTSHIFT RIGHTSHIFT AMPER VBAR CIRCUMFLEX TILDE KW_IN".split()
 )
 
 

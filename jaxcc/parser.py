@@ -88,12 +88,14 @@ class _Carry(NamedTuple):
 
 @functools.lru_cache(maxsize=1)
 def _tables() -> _Tabs:
+    # numpy, not jnp: a jnp array made while the first caller is being traced would be a
+    # tracer, and the cache would leak it into every later trace
     t = G.load_tables()
     return _Tabs(
-        jnp.asarray(t.action.reshape(-1), I32),
-        jnp.asarray(t.goto.reshape(-1), I32),
-        jnp.asarray(t.rules, I32),
-        jnp.asarray(t.state_flags, I32),
+        np.asarray(t.action.reshape(-1), np.int32),
+        np.asarray(t.goto.reshape(-1), np.int32),
+        np.asarray(t.rules, np.int32),
+        np.asarray(t.state_flags, np.int32),
     )
 
 
@@ -359,8 +361,7 @@ def _cpython_error_token(c: _Carry, tok: Tokens, flags):
     j = jnp.max(jnp.where((i < c.sp) & ~part, i, 0))  # the entry below the run
     has_run = j + 1 < c.sp
     ifexp = (
-        syntax & has_run & (j >= 1) & ((flags[st[j]] & G.FLAG_IFEXP) != 0)
-        & (a != Tok.KW_ELSE) & (a != Tok.COLON)
+        syntax & has_run & (j >= 1) & ((flags[st[j]] & G.FLAG_IFEXP) != 0) & (a != Tok.COLON)
     )  # fmt: skip
     comma = (
         syntax & has_run & (c.err_detail == Syntax.INVALID) & starts_expr
@@ -386,17 +387,58 @@ def _finish(c: _Carry, tok: Tokens, lex: Error, flags, N: int) -> tuple[Ast, Err
     aline, acol = tok.line[at], tok.col[at]
 
     # the error that comes first: SyntaxError/IndentationError before any other code, then
-    # source order (the parser's errors always lie before a lexer error's position)
+    # source order (the parser's errors always lie before a lexer error's position) ...
     cands = [
         (err_code, eline, ecol, err_detail),
         (c.act_code, aline, acol, c.act_detail),
         (lex.code, lex.line, lex.col, lex.detail),
     ]
+    # ... except that CPython, on a SyntaxError of its parser (but not a plain unexpected
+    # indent), tokenizes the rest of the file and reports a tokenizer exception found
+    # there instead (an unclosed bracket only if it opened before the parser's error line)
+    syntaxy = _error_class(cands[0][0]) == 0
+    psyntax = (syntaxy & (err_code != 0) & (err_detail != Syntax.UNEXPECTED_INDENT)) | (
+        (_error_class(c.act_code) == 0) & (c.act_code != 0)
+    )
+    p_line = jnp.where(syntaxy & (err_code != 0), eline, aline)
+    opens = (tok.kind == Tok.LPAR).astype(I32) - (tok.kind == Tok.RPAR).astype(I32)
+    opens = jnp.where(jnp.arange(T) < tok.n_tokens, opens, 0)
+    depth = jnp.cumsum(opens)
+    final = depth[T - 1]
+    innermost = jnp.max(jnp.where((tok.kind == Tok.LPAR) & (depth == final), jnp.arange(T), 0))
+    unclosed_before = (final > 0) & (tok.line[innermost] < p_line)
+    unmatched = jnp.min(depth) < 0
+    # (the errors CPython's tokenizer raises as exceptions; an invalid ASCII character,
+    # a bad continuation or dedent are left to its parser, which reports the first error)
+    lex_tokenizer = (lex.code == Code.SYNTAX) & (
+        (lex.detail == Syntax.UNMATCHED_PAREN)
+        | (lex.detail == Syntax.INVALID_DECIMAL)
+        | (lex.detail == Syntax.INVALID_NUMBER)
+        | ((lex.detail == Syntax.EOF_IN_MULTILINE) & (unclosed_before | unmatched))
+    )
+    lex_first = psyntax & lex_tokenizer
+    # tokenize says "EOF in multi-line statement" where CPython's tokenizer says "unmatched
+    # ')'" (at that parenthesis) or "'(' was never closed" (at the innermost open one)
+    first_bad = jnp.argmax(depth < 0)
+    eof_multi = (lex.code == Code.SYNTAX) & (lex.detail == Syntax.EOF_IN_MULTILINE)
+    fix = eof_multi & (unmatched | (final > 0))
+    at = jnp.where(unmatched, first_bad, innermost)
+    lex = Error(
+        lex.code,
+        jnp.where(fix, tok.line[at], lex.line).astype(I32),
+        jnp.where(fix, tok.col[at], lex.col).astype(I32),
+        jnp.where(
+            fix, jnp.where(unmatched, Syntax.UNMATCHED_PAREN, Syntax.UNEXPECTED_EOF), lex.detail
+        ).astype(I32),
+    )
+    cands[2] = (lex.code, lex.line, lex.col, lex.detail)
     best = Error(jnp.int32(0), jnp.int32(0), jnp.int32(0), jnp.int32(0))
     best_key = jnp.int32(2**31 - 1)
     big = jnp.int32(1 << 17)  # lines stay below 2**17 (max_source_bytes <= 65536)
-    for code, line, col, detail in cands:
+    for i, (code, line, col, detail) in enumerate(cands):
         key = (_error_class(code) * big + line) * 4096 + jnp.minimum(col, 4095)
+        if i == 2:
+            key = jnp.where(lex_first, -1, key)
         better = (code != 0) & ((best.code == 0) | (key < best_key))
         best = Error(
             *[
@@ -459,6 +501,7 @@ def _finish(c: _Carry, tok: Tokens, lex: Error, flags, N: int) -> tuple[Ast, Err
 def _parse_batch(tokens: Tokens, lex: Error, tabs: _Tabs, limits: Limits, steps_per_iter: int):
     B, T = tokens.kind.shape
     D, N = limits.max_parse_depth, limits.max_nodes
+    tabs = _Tabs(*[jnp.asarray(x) for x in tabs])  # numpy when called under disable_jit
     nnt = _n_nonterminals()
     progs = jax.vmap(_prepare)(tokens, lex.code != Code.OK)
     carry = jax.vmap(lambda _: _init(D, N))(jnp.arange(B))
