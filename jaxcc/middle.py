@@ -90,3 +90,23 @@ def middle_end(ast, tokens, limits: Limits, error: Error | None = None):
     if batched:
         f = jax.vmap(f)
     return f(ast, err)
+
+
+def initial_state(ast, error: Error | None = None) -> State:
+    """The State before the first pass, for a batch (leading axis B) of ASTs."""
+    B = jnp.shape(ast.kind)[0]
+    if error is None:
+        z = jnp.zeros((B,), jnp.int32)
+        error = Error(z, z, z, z)
+    ast = type(ast)(*(jnp.asarray(x, jnp.int32) for x in ast))
+    err = Err(
+        *(jnp.asarray(x, jnp.int32) for x in (error.code, error.line, error.col, error.detail))
+    )
+    return State(ast=ast, error=err)
+
+
+def run_pass(name: str, state: State, limits: Limits) -> State:
+    """Run one pass of PASSES by name on a batched State (vmapped; jit it with limits
+    static to time it): ``st = initial_state(ast); for name, _ in PASSES: st = run_pass(name, st, limits)``."""
+    f = dict(PASSES)[name]
+    return jax.vmap(lambda s: f(s, limits))(state)
