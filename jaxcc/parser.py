@@ -29,8 +29,8 @@ from jaxcc.syntax import Ann, Ast, Ctx, Node
 from jaxcc.tokens import N_TOK, NAME_BOOL, NAME_INT, Tok, Tokens
 
 I32 = jnp.int32
-STEPS_PER_ITER = 16
-_SYNTAX_PENDING = -1  # err_code of a syntax error not yet classified  # automaton steps per while_loop iteration (amortises the host sync)
+STEPS_PER_ITER = 32  # automaton steps per while_loop iteration (amortises the host sync)
+_SYNTAX_PENDING = -1  # err_code of a syntax error not yet classified
 
 # stack entry fields
 _S_STATE, _S_NSTART, _S_FIRST, _S_LAST, _S_PREV_KIND = range(5)

@@ -297,7 +297,7 @@ def test_batch_isolation_and_single_program():
 
 
 def test_jit_matches_eager():
-    src = "if a < 3: f(-a)\n"
+    src = "x = -a\n"  # eager mode is slow: one while_loop iteration
     toks, lerr = host_lex(src, L)
     jitted = _np(parse(toks, SMALL, lerr))
     with jax.disable_jit():
