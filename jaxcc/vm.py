@@ -26,6 +26,9 @@ Design (why it looks like this):
   harmless (gathers clamp, and their result is only used when the checks pass); every
   write is enabled only after all checks pass, and its index is range-checked again and
   otherwise sent to an out-of-range slot that ``mode="drop"`` discards.
+* A step's memory reads are one gather of six pairs, passed through an optimization
+  barrier together with ``mem`` before the one scatter (``_fence``), so XLA provably
+  updates ``mem`` in place (without the barrier the H200 step was 3.7x slower).
 * The status of a step (the first failing check) is computed once per lane and
   materialized, so XLA does not re-derive the whole check tree inside every register
   update (see ``_materialize``).
@@ -36,6 +39,7 @@ Design (why it looks like this):
 from __future__ import annotations
 
 import functools
+import os
 from typing import NamedTuple
 
 import jax
@@ -373,6 +377,46 @@ def _get(arr, start, size):
     return lax.dynamic_slice(arr, start, size)
 
 
+def _read_mem(mem, windows):
+    """The pairs of ``mem`` in each (start, size) window, as ONE gather: Int32[sum(size), 2].
+
+    A window is placed exactly as ``lax.dynamic_slice`` places it: a negative start
+    counts from the end (its allow_negative_indices default), then the window is clamped
+    into mem (so an unused read lands where it always did)."""
+    m = mem.shape[0]
+    rows = jnp.concatenate(
+        [
+            jnp.clip(jnp.where(start < 0, start + m, start), 0, m - size)
+            + jnp.arange(size, dtype=jnp.int32)
+            for start, size in windows
+        ]
+    )
+    return jnp.take(mem, rows, axis=0, mode="clip")
+
+
+# Which values pass through the step's optimization barrier (an experiment knob, read once
+# at import; no value changes): "mem" (default), "loads", "none"; see _fence.
+_FENCE = os.environ.get("JAXCC_VM_FENCE", "mem")
+
+
+def _fence():
+    """Documentation only: the optimization barrier in ``_step`` (``_FENCE`` picks its inputs).
+
+    The step's scatter updates the barrier's output mem, so every read of the old mem is
+    ordered before the write and XLA can update mem in place (copy insertion copies the
+    whole per-lane memory whenever it cannot prove a reader runs before the in-place
+    writer). With
+    "loads", every gathered value of the step (instruction, decode row, memory pairs,
+    function row) goes through the barrier too, so the gathers run in their own small
+    kernels and the big arithmetic kernel(s) after it read plain arrays instead of
+    waiting on chains of dependent random loads with few threads resident.
+
+    Measured on an H200 (docs/vm.md): without any barrier the one 6-pair gather made the
+    step 3.7x slower (4.9e8 lane-steps/s); "mem" and "loads" are within 10% of each
+    other (1.7-1.9e9); "loads" with unroll=2 was the best measured (2.0e9).
+    """
+
+
 def _step(t: Tables, lay: Layout, limits: Limits, s: Lane) -> Lane:
     """One instruction of one lane (vmapped over lanes; ``t`` is shared).
 
@@ -405,23 +449,44 @@ def _step(t: Tables, lay: Layout, limits: Limits, s: Lane) -> Lane:
     base = s.fp + s.nlocals
     depth = s.sp - base  # operand-stack depth (>= 0 and <= maxstack, an invariant)
     # top three operands: logical slots sp-3, sp-2, sp-1 live at physical sp .. sp+2
-    win = _get(s.mem, (s.sp + (lay.stack0 - _GUARD), 0), (3, 2))
-    third, second, top = win[0, 0], win[1, 0], win[2, 0]
+    win_at = s.sp + (lay.stack0 - _GUARD)
     # the one slot an instruction addresses: a local (SLOT) or sp - d (PRINT's DEPTH)
     # (reads an instruction does not need point at the operand window or at the
     # instruction itself, memory this step reads anyway)
     is_slot = kind == ArgKind.SLOT
     slot_i = jnp.where(is_slot, s.fp + a, jnp.where(kind == ArgKind.DEPTH, s.sp - a, s.sp - 1))
-    slot = _get(s.mem, (lay.stack0 + slot_i, 0), (1, 2))[0]
+    slot_at = lay.stack0 + slot_i
     # the caller's frame record (for RETURN_VALUE)
     is_call = o == Op.CALL
     is_ret = o == Op.RETURN_VALUE
     rec_at = jnp.where(is_ret, lay.frame0 + 2 * (s.depth - 2), lay.stack0 + s.sp - 2)
-    rec = _get(s.mem, (rec_at, 0), (2, 2))
-    ret_pc, ret_fp, ret_fn, ret_serial = rec[0, 0], rec[0, 1], rec[1, 0], rec[1, 1]
+    # All three reads in ONE gather of six pairs: the operand window (3 pairs), the
+    # addressed slot, the frame record.
+    pairs = _read_mem(s.mem, ((win_at, 3), (slot_at, 1), (rec_at, 2)))
+
     # one function-table row: the callee (CALL) or the caller (RETURN_VALUE)
-    which = jnp.where(is_ret, ret_fn, a)
-    f_entry, f_np, f_nl, f_ms = _fn_row(t, s.pid, which, is_call | is_ret, s.pc)
+    def fn_row(pairs, a, is_call, is_ret):
+        return _fn_row(t, s.pid, jnp.where(is_ret, pairs[5, 0], a), is_call | is_ret, s.pc)
+
+    # The fence (see _fence): the loads of the step happen before it, the one write of
+    # mem after it.
+    if _FENCE == "loads":
+        f_row = fn_row(pairs, a, is_call, is_ret)
+        (o, a, valid, kind, pops_t, pushes_t, pairs, f_row), mem = lax.optimization_barrier(
+            ((o, a, valid, kind, pops_t, pushes_t, pairs, f_row), s.mem)
+        )
+    else:
+        pairs, mem = (
+            (pairs, s.mem) if _FENCE == "none" else lax.optimization_barrier((pairs, s.mem))
+        )
+        f_row = fn_row(pairs, a, is_call, is_ret)
+    f_entry, f_np, f_nl, f_ms = f_row
+    is_slot = kind == ArgKind.SLOT
+    is_call = o == Op.CALL
+    is_ret = o == Op.RETURN_VALUE
+    third, second, top = pairs[0, 0], pairs[1, 0], pairs[2, 0]
+    slot = pairs[3]
+    ret_pc, ret_fp, ret_fn, ret_serial = pairs[4, 0], pairs[4, 1], pairs[5, 0], pairs[5, 1]
 
     # check 3: the argument
     arg_bad = (
@@ -566,7 +631,7 @@ def _step(t: Tables, lay: Layout, limits: Limits, s: Lane) -> Lane:
     w2 = go & (i2 >= 0) & (i2 < lay.size)
     idx = jnp.stack([jnp.where(w1, i1, lay.drop), jnp.where(w2, i2, lay.drop + 1)])
     vals = jnp.stack([jnp.stack([v1a, v1b]), jnp.stack([v2a, v2b])])
-    mem = s.mem.at[idx].set(vals, mode="drop", unique_indices=True)
+    mem = mem.at[idx].set(vals, mode="drop", unique_indices=True)
 
     def upd(new, old):
         return jnp.where(go, new, old)

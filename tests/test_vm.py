@@ -855,3 +855,20 @@ def test_shrink_gives_identical_results():
     shrunk = jax.device_get(vm.run(batch, SMALL, entry=entry, args=args, shrink=3))
     assert_same(shrunk, plain, "shrink=3")
     assert int(plain.result[1]) == sum(k * k for k in range(60))
+
+
+def test_read_mem_clamps_like_dynamic_slice():
+    """The step's one 6-pair gather reads exactly what three lax.dynamic_slice calls read,
+    clamped windows (start < 0, start past the end) included."""
+    rng = np.random.default_rng(7)
+    mem = jnp.asarray(rng.integers(-100, 100, (11, 2)), jnp.int32)
+    read = jax.jit(lambda m, a, b, c: vm._read_mem(m, ((a, 3), (b, 1), (c, 2))))
+    for a, b, c in rng.integers(-4, 15, (40, 3)):
+        got = read(mem, jnp.int32(a), jnp.int32(b), jnp.int32(c))
+        want = jnp.concatenate(
+            [
+                jax.lax.dynamic_slice(mem, (jnp.int32(x), 0), (n, 2))
+                for x, n in ((a, 3), (b, 1), (c, 2))
+            ]
+        )
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
