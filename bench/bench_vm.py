@@ -14,6 +14,7 @@ each ended by block_until_ready.
     python bench/bench_vm.py --quick --out /tmp/vm_bench    # CPU smoke run (< 1 minute)
     python bench/bench_vm.py --out /tmp/vm_bench --shrink 0,3 --n-lo 10 --n-hi 1000
                                        # skewed run times: does shrinking the batch pay?
+    JAXCC_VM_FENCE=loads python bench/bench_vm.py --unroll 2 ...   # the VM's barrier variant
 """
 
 from __future__ import annotations
@@ -164,8 +165,13 @@ def main(argv=None):
         limits = Limits(max_stack=64, max_depth=16, max_output=16)
     dev = jax.devices()[0]
     info = dict(device_kind=dev.device_kind, platform=dev.platform, jax=jax.__version__,
-                limits=limits._asdict(), seed=a.seed, fixed=a.fixed)  # fmt: skip
-    print(f"device: {dev.device_kind} ({dev.platform}), jax {jax.__version__}", flush=True)
+                limits=limits._asdict(), seed=a.seed, fixed=a.fixed, unroll=a.unroll,
+                fence=vm._FENCE)  # fmt: skip
+    print(
+        f"device: {dev.device_kind} ({dev.platform}), jax {jax.__version__}, "
+        f"fence={vm._FENCE} (env JAXCC_VM_FENCE)",
+        flush=True,
+    )
     rows = []
     rng = np.random.default_rng(a.seed)
     shrinks = [int(x) for x in a.shrink.split(",")]
