@@ -283,17 +283,18 @@ def encode(sources: list[str], limits):
     return src, length
 
 
-def _prime_parser() -> None:
-    """Run the parser once outside any trace. Its tables are built lazily and cached
-    (functools.lru_cache of jnp arrays): built first under a jit trace they would be
-    cached as tracers and leak into the next trace (UnexpectedTracerError)."""
-    from jaxcc import parser
-    from jaxcc.reference import host_lex
-
-    if not getattr(_prime_parser, "done", False):
-        toks, _ = host_lex.host_lex_many(["pass\n"], corpus_mod.LIMITS["small"])
-        jax_block(parser.parse(toks, corpus_mod.LIMITS["small"]))
-        _prime_parser.done = True
+def _prime_stages() -> None:
+    """Build the stages' lazily cached tables outside any trace. jaxcc.lexer.dfa_tables
+    and jaxcc.parser._tables cache jnp arrays (functools.cache): built first under a jit
+    trace they are cached as tracers and leak into the next trace
+    (UnexpectedTracerError), e.g. jit(pipeline) followed by sharded(pipeline)."""
+    for mod, attr in (("jaxcc.lexer", "dfa_tables"), ("jaxcc.parser", "_tables")):
+        try:
+            fn = getattr(importlib.import_module(mod), attr, None)
+        except ImportError:
+            continue
+        if callable(fn):
+            jax_block(fn())
 
 
 def jax_block(x):
@@ -306,7 +307,7 @@ def compile_fn(limits):
     """source -> (Program, Error): lexer, parser, middle end, composed (un-jitted)."""
     from jaxcc import lexer, middle, parser
 
-    _prime_parser()
+    _prime_stages()
 
     # a stage that takes the previous stage's Error (docs/layouts.md) gets it
     parse_takes_error = len(inspect.signature(parser.parse).parameters) >= 3
@@ -385,6 +386,7 @@ def bench_lexer(ctx: Ctx):
 
     from jaxcc import lexer
 
+    _prime_stages()
     for size in ctx.sizes():
         lim = ctx.limits(size)
         jitted = jax.jit(lambda s, n, lim=lim: lexer.lex(s, n, lim))
@@ -413,7 +415,7 @@ def bench_parser(ctx: Ctx):
         lim = ctx.limits(size)
         toks = ctx.memo(("toks", size), lambda size=size, lim=lim: jax.tree.map(
             np.asarray, host_lex.host_lex_many([p["source"] for p in ctx.corpus[size]], lim)[0]))  # fmt: skip
-        _prime_parser()
+        _prime_stages()
         jitted = jax.jit(lambda t, lim=lim: parser.parse(t, lim))
 
         def make(b, toks=toks):
