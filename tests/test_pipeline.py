@@ -1,0 +1,318 @@
+"""Tests of jaxcc.pipeline: evaluate's verdicts and per-case codes against running the
+reference pipeline (reference.compiler + reference.interp) case by case, batch isolation,
+jit against op-by-op execution, and compiler.compile_many's shape tiers.
+
+XLA compiles of the pipeline take minutes on a small CPU: the file uses ONE Limits (the
+same as property_tests/test_pipeline_vs_reference.py, so compile_arrays at (LIMITS, B)
+is shared through the persistent cache) and ONE batch of B programs x K cases x A args.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import random
+
+import jax
+import numpy as np
+from hypothesis import HealthCheck, Phase, given, settings
+
+from jaxcc import compiler, isa, lexer, pipeline
+from jaxcc.errors import Code
+from jaxcc.limits import Limits
+from jaxcc.pipeline import Verdict
+from jaxcc.reference.compiler import compile_source
+from jaxcc.reference.interp import run_program
+from jaxcc.testing import programs
+
+SLOW = os.environ.get("JAXCC_SLOW") == "1"
+SCALE = 10 if SLOW else 1
+
+LIMITS = Limits(
+    max_source_bytes=2048,
+    max_tokens=1024,
+    max_parse_depth=512,
+    max_nodes=768,
+    max_code=1536,
+    max_funcs=8,
+    max_locals=32,
+    max_stack=256,
+    max_depth=32,
+    max_output=64,
+    max_steps=20000,
+)
+B, K, A = 64, 4, 3  # programs, cases per program, arguments per case
+FILLER = "pass\n"  # padding program (no valid cases)
+
+
+def evaluate(tests, fn=None):
+    """tests: [(source, entry, [(args, expected), ...])], at most B; padded to (B, K, A)."""
+    assert len(tests) <= B
+    tests = list(tests) + [(FILLER, 0, [])] * (B - len(tests))
+    source, length = lexer.encode([t[0] for t in tests], LIMITS)
+    cases = pipeline.make_cases([(e, cs) for _, e, cs in tests], n_args=A, n_cases=K)
+    go = fn or functools.partial(pipeline.evaluate, limits=LIMITS)
+    return jax.device_get(go(source, length, cases))
+
+
+def lane(ev, i):
+    """Program i's verdict, compile error code and line, per_case codes, passed count."""
+    return (
+        int(ev.verdict[i]),
+        int(ev.error.code[i]),
+        int(ev.error.line[i]),
+        [int(x) for x in ev.per_case[i]],
+        int(ev.passed[i]),
+    )
+
+
+def reference(source, entry, cases):
+    """The same as lane(), computed with the reference pipeline case by case."""
+    c = compile_source(source, LIMITS)
+    code = int(c.error.code)
+    if code != Code.OK:
+        return (Verdict.COMPILE_ERROR, code, int(c.error.line), [code] * K, 0)
+    per_case = [int(Code.OK)] * K
+    for k, (args, want) in enumerate(cases):
+        r = run_program(c.program, LIMITS, entry, list(args))
+        if int(r.status) != Code.OK:
+            per_case[k] = int(r.status)
+        elif int(r.result) != int(want):
+            per_case[k] = -1  # vm.WRONG_RESULT
+    runtime = any(p not in (Code.OK, -1) for p in per_case)
+    verdict = (
+        Verdict.RUNTIME_ERROR
+        if runtime
+        else Verdict.PASS
+        if all(p == Code.OK for p in per_case)
+        else Verdict.WRONG_ANSWER
+    )
+    passed = sum(p == Code.OK for p in per_case[: len(cases)])
+    return (int(verdict), code, 0, per_case, passed)
+
+
+SQUARE = "def sq(x):\n    return x * x\n"
+TWICE = "def sq(x):\n    return x + x\n"
+DIVIDE = "def f(x):\n    return 100 // x\n"
+SECOND = "def f(a):\n    return a\ndef g(a, b):\n    return a - b\n"
+EVEN = "def even(n):\n    return n % 2 == 0\n"
+LOOP = "def f(n):\n    while True:\n        n += 1\n"
+DEEP = "def f(n):\n    return f(n + 1) + 1\n"
+BIG = "def f(n):\n    return n * 65536\n"
+MODULE_FAILS = "print(1 // 0)\ndef f(n):\n    return n\n"  # the module body never runs
+
+# (source, entry, cases, verdict, per_case) with per_case for the K cases
+FIXED = [
+    (SQUARE, 1, [([3], 9), ([-4], 16)], Verdict.PASS, [0, 0, 0, 0]),
+    (TWICE, 1, [([3], 9), ([2], 4)], Verdict.WRONG_ANSWER, [-1, 0, 0, 0]),
+    (
+        DIVIDE,
+        1,
+        [([5], 20), ([0], 0), ([7], 1)],
+        Verdict.RUNTIME_ERROR,
+        [0, Code.ZERO_DIVISION, -1, 0],
+    ),  # fmt: skip
+    (SECOND, 2, [([5, 3], 2), ([0, 1], -1)], Verdict.PASS, [0, 0, 0, 0]),
+    (EVEN, 1, [([4], 1), ([3], 0), ([3], 1)], Verdict.WRONG_ANSWER, [0, 0, -1, 0]),
+    (LOOP, 1, [([0], 0)], Verdict.RUNTIME_ERROR, [Code.TIMEOUT, 0, 0, 0]),
+    (DEEP, 1, [([0], 0)], Verdict.RUNTIME_ERROR, [Code.RECURSION, 0, 0, 0]),
+    (BIG, 1, [([2], 131072), ([65536], 0)], Verdict.RUNTIME_ERROR, [0, Code.OVERFLOW, 0, 0]),
+    (MODULE_FAILS, 1, [([7], 7)], Verdict.PASS, [0, 0, 0, 0]),
+    ("def f(x):\n    return x +\n", 1, [([1], 1)], Verdict.COMPILE_ERROR, [Code.SYNTAX] * 4),
+    ("def f(x):\n    return y\n", 1, [([1], 1)], Verdict.COMPILE_ERROR, [Code.NAME] * 4),
+    (
+        "def f(x):\n    y = x\n    y = True\n    return y\n",
+        1,
+        [],
+        Verdict.COMPILE_ERROR,
+        [Code.TYPE] * 4,
+    ),  # fmt: skip
+    (SQUARE, 1, [], Verdict.PASS, [0, 0, 0, 0]),  # no cases: vacuously passes
+    # a program that (wrongly) ends with a syntax error in the module still fails
+    (SQUARE + "x = (\n", 1, [([3], 9)], Verdict.COMPILE_ERROR, [Code.SYNTAX] * 4),
+]
+
+
+# hostile neighbours: run forever, recurse, overflow output, fail to compile, garbage
+_rng = random.Random(1234)
+HOSTILE = [
+    ("while True:\n    pass\n", 0, [([], 0)]),
+    ("def f(n):\n    while True:\n        n += 1\n", 1, [([0], 0)] * K),
+    ("def f(n):\n    return f(n + 1)\n", 1, [([0], 0)] * K),
+    ("def f(n):\n    while True:\n        print(n, n, n)\n", 1, [([1], 0)] * K),
+    ("def f(n):\n    return n\n" + "x = ((((((\n", 1, [([1], 1)]),
+    ("def f(x):\n  return x\n    y = 1\n", 1, [([1], 1)]),
+    ("x = " + "-" * 300 + "1\n", 0, [([], 0)]),
+    ("def f(" + "a, " * 40 + "b):\n    return b\n", 1, [([1, 2, 3], 3)]),
+    ("def f(n):\n    return n\n" * 20, 3, [([1], 1)]),
+    ("\t \t\n" * 500, 1, [([1], 1)]),
+    ("x = 1\n" * 400, 0, [([], 0)]),  # over max_source_bytes
+    *[
+        (bytes(_rng.randrange(256) for _ in range(_rng.randrange(1, 200))), 1, [([1, 2], 3)])
+        for _ in range(8)
+    ],  # fmt: skip
+    *[
+        ("def f(a, b):\n    return a // b\n", 1, [([_rng.randrange(-9, 9), 0], 0)] * K)
+        for _ in range(4)
+    ],  # fmt: skip
+    (b"def f(x):\n    return x\n\xff\xfe\n", 1, [([1], 1)]),
+    (b"def f(x):\n    return x\x00\n", 1, [([1], 1)]),
+]
+
+
+@functools.cache
+def fixed_alone():
+    """Each FIXED program alone in a batch of fillers (one jitted call per program)."""
+    return [lane(evaluate([(s, e, cs)]), 0) for s, e, cs, _, _ in FIXED]
+
+
+@functools.cache
+def fixed_in_batch():
+    """All FIXED programs in one batch, interleaved with the hostile ones."""
+    mixed, where = [], []
+    hostile = iter(HOSTILE)
+    for s, e, cs, _, _ in FIXED:
+        mixed.append(next(hostile, (FILLER, 0, [])))
+        where.append(len(mixed))
+        mixed.append((s, e, cs))
+    mixed += list(hostile)
+    ev = evaluate(mixed[:B])
+    return [lane(ev, i) for i in where], ev, mixed[:B]
+
+
+def test_fixed_verdicts():
+    for (s, _, cs, verdict, per_case), got in zip(FIXED, fixed_in_batch()[0], strict=True):
+        assert (got[0], got[3]) == (int(verdict), [int(p) for p in per_case]), s
+        assert got[4] == sum(p == 0 for p in per_case[: len(cs)]), s
+
+
+def test_fixed_match_reference():
+    for (s, e, cs, _, _), got in zip(FIXED, fixed_in_batch()[0], strict=True):
+        want = reference(s, e, cs)
+        assert got[:2] == want[:2] and got[3:] == want[3:], (s, got, want)
+        if want[1] != Code.OK:
+            assert got[2] == compile_source(s, LIMITS).error.line, s
+
+
+def test_batch_isolation():
+    # a program's whole result is the same alone and beside hostile programs
+    assert fixed_in_batch()[0] == fixed_alone()
+
+
+def test_hostile_programs_match_reference():
+    _, ev, mixed = fixed_in_batch()
+    for i, (s, e, cs) in enumerate(mixed):
+        got, want = lane(ev, i), reference(s, e, cs)
+        assert got[:2] == want[:2] and got[3:] == want[3:], (s, got, want)
+
+
+def test_unused_cases_are_ignored():
+    # invalid cases with crashing arguments and absurd expectations change nothing
+    src, entry, cs = DIVIDE, 1, [([5], 20), ([4], 25)]
+    tests = [(src, entry, cs)]
+    source, length = lexer.encode([src] + [FILLER] * (B - 1), LIMITS)
+    cases = pipeline.make_cases([(entry, cs)] + [(0, [])] * (B - 1), n_args=A, n_cases=K)
+    args = np.array(cases.args)
+    expected = np.array(cases.expected)
+    args[0, 2:, 0] = 0  # 100 // 0 if it ran
+    expected[0, 2:] = 12345
+    cases = cases._replace(args=args, expected=expected)
+    ev = jax.device_get(pipeline.evaluate(source, length, cases, LIMITS))
+    assert lane(ev, 0) == lane(evaluate(tests), 0) == (Verdict.PASS, 0, 0, [0] * K, 2)
+
+
+def test_jit_and_op_by_op_agree():
+    # the un-jitted body runs each op (and the inner jitted stages) on its own
+    _, ev, mixed = fixed_in_batch()
+    body = pipeline.evaluate.__wrapped__
+    eager = evaluate(mixed, fn=functools.partial(body, limits=LIMITS))
+    for a, b in zip(jax.tree.leaves(ev), jax.tree.leaves(eager), strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def _collect(strategy, n):
+    out = []
+
+    @settings(max_examples=n, derandomize=not SLOW, database=None, deadline=None,
+              phases=[Phase.generate], suppress_health_check=list(HealthCheck))  # fmt: skip
+    @given(strategy)
+    def grab(x):
+        out.append(x)
+
+    grab()
+    return out
+
+
+def test_generated_programs_match_reference():
+    """The first function of generated programs, called with random arguments; the
+    expected values are the reference's results, some of them off by one."""
+    rng = random.Random(7)
+    tests = []
+    for src in _collect(programs(), B * SCALE):
+        c = compile_source(src, LIMITS)
+        entry = 1 if int(c.program.n_funcs) > 1 else 0
+        n = int(c.program.fn_nparams[entry]) if int(c.error.code) == Code.OK else 0
+        cases = []
+        for _ in range(rng.randrange(0, K + 1)):
+            args = [rng.choice([0, 1, 2, -3, 5, 100]) for _ in range(min(n, A))]
+            r = run_program(c.program, LIMITS, entry, args) if int(c.error.code) == 0 else None
+            want = int(r.result) if r is not None else 0
+            cases.append((args, want + (rng.random() < 0.2)))
+        tests.append((src, entry, cases))
+    verdicts = set()
+    for i in range(0, len(tests), B):
+        ev = evaluate(tests[i : i + B])
+        for j, (s, e, cs) in enumerate(tests[i : i + B]):
+            got, want = lane(ev, j), reference(s, e, cs)
+            assert got[:2] == want[:2] and got[3:] == want[3:], (s, cs, got, want)
+            verdicts.add(got[0])
+    assert {Verdict.PASS, Verdict.WRONG_ANSWER} <= verdicts
+
+
+# compile_many pads each source to the smallest shape tier that holds it and retries at
+# the next tier when a tier's own size limit (here PARSE_DEPTH: 256 at the 1024-byte
+# tier, 512 in LIMITS) stops it: the result must be that of compiling at LIMITS.
+# Each list below is one tier group of exactly B sources (a group's size is a shape).
+SMALL = [SQUARE, DIVIDE, SECOND, "print(1)\n", "x = (\n", "def f(x):\n    return y\n"]
+
+
+def _deep(d: int) -> str:
+    """Under 1024 bytes, but nested deeper than the first tier's parser stack."""
+    if d % 2:
+        return "x = " + "1 ** " * d + "1\nprint(x)\n"
+    return "x = " + "(" * d + "-1" + ")" * d + "\nprint(x)\n"
+
+
+DEEP = [_deep(d) for d in range(200 - B, 200)]
+LONG = [  # over 1024 bytes: straight to the LIMITS tier (the last ones over LIMITS too)
+    "def f(n):\n    return n\n" + "# padding\n" * (100 + 3 * i) + "print(f(3))\n" for i in range(B)
+]
+
+
+def test_compile_many_tiers_equal_full_limits():
+    small = (SMALL * B)[:B]
+    first_tier = compiler.tier(LIMITS, 1024)
+    assert first_tier.max_parse_depth < LIMITS.max_parse_depth
+    assert all(len(s) <= 1024 for s in DEEP) and all(len(s) > 1024 for s in LONG)
+    for sources in (small, DEEP, LONG):
+        prog, err, _ = compiler.compile_many(sources, LIMITS)
+        source, length = lexer.encode(sources, LIMITS)
+        full = jax.device_get(compiler.compile_arrays(source, length, LIMITS))
+        for a, b in zip((*prog, *err), (*full.program, *full.error), strict=True):
+            np.testing.assert_array_equal(a, b)
+        codes = [int(c) for c in err.code]
+        assert codes == [int(compile_source(s, LIMITS).error.code) for s in sources]
+    assert {int(c) for c in err.code} == {Code.OK, Code.LIMIT}  # LONG: both kinds
+    # the deep ones really needed the retry: at the first tier they hit PARSE_DEPTH
+    source, length = lexer.encode(DEEP, first_tier)
+    first = jax.device_get(compiler.compile_arrays(source, length, first_tier))
+    assert int(np.sum(first.error.code == Code.LIMIT)) > B // 2
+
+
+def test_evaluate_program_is_compile_arrays_program():
+    _, ev, mixed = fixed_in_batch()
+    source, length = lexer.encode([m[0] for m in mixed], LIMITS)
+    full = jax.device_get(compiler.compile_arrays(source, length, LIMITS))
+    for a, b in zip((*ev.program, *ev.error), (*full.program, *full.error), strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert isinstance(ev.program, isa.Program)
