@@ -242,7 +242,15 @@ def emit_code(ast, sc, ty, limits) -> Code_:
         b = lambda x, t=I32: jnp.broadcast_to(jnp.asarray(x, t), (n,))  # noqa: E731
         rch = reach if rch is None else rch
         rules.append(
-            (b(mask & code_node, bool), b(at), b(opc), b(arg), b(line if ln is None else ln), b(jeff), b(rch, bool))
+            (
+                b(mask & code_node, bool),
+                b(at),
+                b(opc),
+                b(arg),
+                b(line if ln is None else ln),
+                b(jeff),
+                b(rch, bool),
+            )
         )
 
     slot0 = gather(sc.slot, c0, 0)
