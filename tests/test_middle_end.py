@@ -177,9 +177,10 @@ def compile_batch(sources):
         progs.append(jax.tree.map(np.asarray, p))
         errs.append(jax.tree.map(np.asarray, e))
         ferrs.append(ferr)
-    cat = lambda xs: type(xs[0])(
-        *(np.concatenate(f)[: len(sources)] for f in zip(*xs, strict=True))
-    )  # noqa: E731
+
+    def cat(xs):
+        return type(xs[0])(*(np.concatenate(f)[: len(sources)] for f in zip(*xs, strict=True)))
+
     return cat(progs), cat(errs), cat(ferrs)
 
 
