@@ -23,11 +23,14 @@ from jax import lax
 
 from jaxcc import lexer_tables as LT
 from jaxcc.errors import Code, Error, Limit, Syntax, Unsupported
-from jaxcc.limits import DEFAULT, Limits
 from jaxcc.lexer_tables import C, S
+from jaxcc.limits import DEFAULT, Limits
 from jaxcc.tokens import N_RESERVED_NAMES, Tok, Tokens
 
 i32 = jnp.int32
+# how the DFA scan composes transition functions (read at trace time): "vector" composes
+# the 41-state vectors; "merge" looks up the merge table (docs/lexer.md)
+DFA_MODE = "vector"
 u32 = jnp.uint32
 _BIG = 1 << 30
 
@@ -64,7 +67,7 @@ def _at(x, i, fill=0):
 # --------------------------------------------------------------------------- DFA
 
 
-def _dfa_states(cls):
+def _dfa_states(cls, mode: str = "merge", tables=None):
     """State of the restart DFA after each byte.
 
     Equivalent sequential Python::
@@ -74,14 +77,27 @@ def _dfa_states(cls):
             s = TRANS[c, s]
             out.append(s)
 
-    Each byte's transition function is a vector f[s] = TRANS[c, s]; composition
-    (f then g)[s] = g[f[s]] is associative, so an associative scan of the vectors gives
-    every prefix composition, and entry S0 of the prefix is the state.
+    Each byte's transition function f[s] = TRANS[c, s]; composition (f then g)[s] =
+    g[f[s]] is associative, so an associative scan gives every prefix composition, whose
+    entry S0 is the state. mode "merge" (default): functions are ids of the ~1.7k
+    distinct compositions and combining is one lookup in the merge table (2 bytes per
+    element); mode "vector": the 41-entry vectors themselves are composed by a gather.
     """
+    if mode == "merge":
+        # the tables come in as arguments: a multi-MB constant would be copied into
+        # every level of the scan and compile slowly
+        gen_id, merge, state_of = tables[:3]
+        F = state_of.shape[0]
+
+        def combine(a, b):  # a earlier, b later
+            return merge[a * F + b].astype(i32)
+
+        prefix = lax.associative_scan(combine, gen_id[cls], axis=0)
+        return state_of[prefix]
     f = _c(LT.TRANS)[cls]  # Int8[N, S]
 
     def compose(a, b):  # a earlier, b later
-        return jnp.take_along_axis(b, a.astype(jnp.int32), axis=-1)
+        return jnp.take_along_axis(b, a, axis=-1)
 
     prefix = lax.associative_scan(compose, f, axis=0)
     return prefix[:, 0].astype(i32)
@@ -146,7 +162,7 @@ def _bounds(is_start, idx, n):
     return tok_start, tok_end
 
 
-def _lex_one(src, length, limits: Limits, hash_muls=LT.HASH_MULS):
+def _lex_one(src, length, tables, limits: Limits):
     N = src.shape[0]
     T = limits.max_tokens
     K = T + 2  # statement lines kept (each but the last ends with a NEWLINE token)
@@ -162,7 +178,7 @@ def _lex_one(src, length, limits: Limits, hash_muls=LT.HASH_MULS):
     is_word = (cls >= C.D0) & (cls <= C.LET)
 
     # ---- the DFA: token boundaries
-    state = _dfa_states(cls)
+    state = _dfa_states(cls, DFA_MODE, tables)
     state_before = _shift_right(state, S.S0)
     restart = _c(LT.RESTART)[state_before, cls]
     dfa_start = restart & valid
@@ -210,7 +226,6 @@ def _lex_one(src, length, limits: Limits, hash_muls=LT.HASH_MULS):
     t_comment = is_start & (cls == C.HASH)
     tok_len = tok_end - idx
     t_newline = is_start & ((cls == C.NL) | ((cls == C.CR) & (tok_len == 2)))
-    t_cont = is_start & (cls == C.BSL) & (last_b == ord("\n"))
     t_bsl_bad = is_start & (cls == C.BSL) & (last_b != ord("\n"))
     t_op = is_start & (cls >= C.STAR) & (cls <= C.OP1) & (cls != C.DOT)
     t_dot = is_start & (cls == C.DOT)
@@ -610,7 +625,7 @@ def _lex_one(src, length, limits: Limits, hash_muls=LT.HASH_MULS):
     )
     live = slots < n_emit
     fields = []
-    for f_line, f_tok, f_eof in zip(line_ev, tok_ev, eof_ev):
+    for f_line, f_tok, f_eof in zip(line_ev, tok_ev, eof_ev, strict=True):
         v = jnp.where(typ == 1, f_line, jnp.where(typ == 2, f_tok, f_eof))
         fields.append(jnp.where(live, v, 0).astype(i32))
     out = _Ev(*fields)
@@ -634,7 +649,7 @@ def _lex_one(src, length, limits: Limits, hash_muls=LT.HASH_MULS):
         tok_base,
         N,
         T,
-        hash_muls,
+        tables[3:],
     )
     value_out = jnp.where(live & (typ == 2) & n_user[tid], value_out, out.value)
 
@@ -723,7 +738,7 @@ def _indent_stack(c, ok, max_indent: int):
 
 
 def _intern(
-    out, typ, eid, b, idx, is_start, user_start, tok_start, tok_end, tok_base, N, T, hash_muls
+    out, typ, eid, b, idx, is_start, user_start, tok_start, tok_end, tok_base, N, T, hash_tables
 ):
     """Interned ids of user names in the output slots: equal names get equal ids, dense
     from N_RESERVED_NAMES in order of first occurrence.
@@ -744,8 +759,7 @@ def _intern(
     is_user = (typ == 2) & user_start[tid]
     # polynomial hashes of each token's bytes: sum b[i] * mul**i, scaled by mul**-start
     hs = []
-    for mul in hash_muls:
-        pw, inv = LT.hash_powers(N, mul)
+    for pw, inv in (hash_tables[0:2], hash_tables[2:4]):
         h = jnp.cumsum(
             jnp.where(idx < N, (b & 0xFF).astype(u32) * jnp.asarray(pw), 0).astype(u32), dtype=u32
         )
@@ -796,11 +810,22 @@ def _intern(
 # --------------------------------------------------------------------------- API
 
 
-def _lex_batched(source, length, limits, hash_muls=LT.HASH_MULS):
-    return jax.vmap(functools.partial(_lex_one, limits=limits, hash_muls=hash_muls))(source, length)
+@functools.cache
+def dfa_tables(n: int, hash_muls: tuple[int, int] = LT.HASH_MULS):
+    """Device arrays the jitted lexer takes as arguments (not constants: a multi-MB
+    constant is copied into every level of a scan and compiles slowly): the DFA's merge
+    tables (GEN_ID, MERGE, STATE_OF) and, for sources of n bytes, the powers m**i and
+    m**-i mod 2**32 of the two name-hash multipliers."""
+    hp = [x for m in hash_muls for x in LT.hash_powers(n, m)]
+    return tuple(jnp.asarray(x) for x in (*LT.merge_tables(), *hp))
 
 
-_lex_jit = jax.jit(_lex_batched, static_argnames=("limits", "hash_muls"))
+def _lex_batched(source, length, tables, limits):
+    one = functools.partial(_lex_one, limits=limits)
+    return jax.vmap(one, in_axes=(0, 0, None))(source, length, tables)
+
+
+_lex_jit = jax.jit(_lex_batched, static_argnames=("limits",))
 
 
 def lex(source, length, limits: Limits = DEFAULT) -> tuple[Tokens, Error]:
@@ -812,9 +837,9 @@ def lex(source, length, limits: Limits = DEFAULT) -> tuple[Tokens, Error]:
     source = jnp.asarray(source)
     length = jnp.asarray(length, i32)
     if source.ndim == 1:
-        toks, err = _lex_jit(source[None], length[None], limits)
+        toks, err = _lex_jit(source[None], length[None], dfa_tables(source.shape[-1]), limits)
         return jax.tree.map(lambda x: x[0], (toks, err))
-    return _lex_jit(source, length, limits)
+    return _lex_jit(source, length, dfa_tables(source.shape[-1]), limits)
 
 
 def encode(sources, limits: Limits = DEFAULT) -> tuple[np.ndarray, np.ndarray]:

@@ -13,6 +13,7 @@ matched (an error of the subset).
 from __future__ import annotations
 
 import enum
+import functools
 
 import numpy as np
 
@@ -417,3 +418,44 @@ def hash_powers(n: int, mul: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 TOK_NAME = int(Tok.NAME)
+
+
+# ---- the merge table (Pareas): every composition of class functions gets an id, and
+# composing two ids is one lookup. The closure of the 30 class functions is ~1.7k
+# functions, so MERGE is ~1.7k x 1.7k int16 (a few MB), built once on first use.
+
+
+@functools.cache
+def merge_tables() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(GEN_ID[class], MERGE[a * F + b] = id of (a then b), STATE_OF[id] = f[S0])."""
+    gens = [tuple(int(x) for x in TRANS[c]) for c in range(N_CLASSES)]
+    ids: dict[tuple, int] = {}
+    for g in gens:
+        ids.setdefault(g, len(ids))
+    frontier = list(ids)
+    while frontier:
+        new = []
+        for f in frontier:
+            for g in gens:
+                h = tuple(g[s] for s in f)  # f then g
+                if h not in ids:
+                    ids[h] = len(ids)
+                    new.append(h)
+        frontier = new
+    funcs = np.array(list(ids), np.int64)  # [F, S], in id order
+    F = funcs.shape[0]
+    w = np.random.default_rng(7).integers(1, 2**62, N_STATES, dtype=np.int64)
+    with np.errstate(over="ignore"):
+        key = (funcs * w).sum(axis=1)
+        order = np.argsort(key)
+        skey = key[order]
+        merge = np.empty((F, F), np.int16)
+        for a in range(F):
+            comp = funcs[:, funcs[a]]  # comp[b, s] = b[a[s]]: a then b
+            k = (comp * w).sum(axis=1)
+            j = order[np.searchsorted(skey, k)]
+            if not np.array_equal(funcs[j], comp):  # pragma: no cover
+                raise RuntimeError("merge table hash collision")
+            merge[a] = j
+    gen_id = np.array([ids[g] for g in gens], np.int32)
+    return gen_id, merge.reshape(-1), funcs[:, S.S0].astype(np.int32)

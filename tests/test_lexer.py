@@ -27,7 +27,7 @@ B = 16
 _lex16 = jax.jit(chex.assert_max_traces(lexer._lex_batched, n=1), static_argnames=("limits",))
 
 
-def lex_many(sources, fill=0):
+def lex_many(sources, fill=0, muls=LT.HASH_MULS):
     """Lex sources in batches of B; returns per-program (Tokens of numpy, error tuple)."""
     out = []
     for i in range(0, len(sources), B):
@@ -37,7 +37,7 @@ def lex_many(sources, fill=0):
         if fill:  # junk beyond each program's length must not matter
             for j in range(B):
                 src[j, min(n[j], LIM.max_source_bytes) :] = fill
-        toks, err = _lex16(src, n, limits=LIM)
+        toks, err = _lex16(src, n, lexer.dfa_tables(LIM.max_source_bytes, muls), limits=LIM)
         toks = jax.tree.map(np.asarray, toks)
         err = tuple(np.asarray(e) for e in err)
         for j in range(min(B, len(sources) - i)):
@@ -228,11 +228,8 @@ def test_error_positions():
 def test_hash_collisions_are_resolved():
     # with multiplier 1 both hashes are the byte sum: anagrams collide
     srcs = ["ab = ba + ab + ba + abc + cab + bca + abc\n", "xy = 1\nyx = xy\nxy = yx\n"]
-    s, n = lexer.encode(srcs + [""] * (B - 2), LIM)
-    toks, err = lexer._lex_jit(s, n, LIM, hash_muls=(1, 1))
-    for j, src in enumerate(srcs):
-        t = jax.tree.map(lambda x, j=j: np.asarray(x)[j], toks)
-        assert_same_as_host(src, t, tuple(int(np.asarray(e)[j]) for e in err))
+    for src, (toks, err) in zip(srcs, lex_many(srcs, muls=(1, 1)), strict=True):
+        assert_same_as_host(src, toks, err)
 
 
 def test_unbatched_program_and_cli_limits():
@@ -272,10 +269,12 @@ def test_cli_matches_python_m_tokenize(tmp_path, capsys):
 # ---- each kernel against its sequential Python
 
 
-def test_dfa_scan_matches_sequential():
+@pytest.mark.parametrize("mode", ["merge", "vector"])
+def test_dfa_scan_matches_sequential(mode):
     rng = np.random.default_rng(0)
     cls = rng.integers(0, LT.N_CLASSES, (8, 64)).astype(np.int32)
-    got = np.asarray(jax.jit(jax.vmap(lexer._dfa_states))(jnp.asarray(cls)))
+    dfa = jax.jit(jax.vmap(lambda c, t: lexer._dfa_states(c, mode, t), in_axes=(0, None)))
+    got = np.asarray(dfa(jnp.asarray(cls), lexer.dfa_tables(64)))
     for row, g in zip(cls, got, strict=True):
         s, want = 0, []
         for c in row:
