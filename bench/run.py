@@ -283,20 +283,6 @@ def encode(sources: list[str], limits):
     return src, length
 
 
-def _prime_stages() -> None:
-    """Build the stages' lazily cached tables outside any trace. jaxcc.lexer.dfa_tables
-    and jaxcc.parser._tables cache jnp arrays (functools.cache): built first under a jit
-    trace they are cached as tracers and leak into the next trace
-    (UnexpectedTracerError), e.g. jit(pipeline) followed by sharded(pipeline)."""
-    for mod, attr in (("jaxcc.lexer", "dfa_tables"), ("jaxcc.parser", "_tables")):
-        try:
-            fn = getattr(importlib.import_module(mod), attr, None)
-        except ImportError:
-            continue
-        if callable(fn):
-            jax_block(fn())
-
-
 def jax_block(x):
     import jax
 
@@ -307,7 +293,6 @@ def compile_fn(limits):
     """source -> (Program, Error): lexer, parser, middle end, composed (un-jitted)."""
     from jaxcc import lexer, middle, parser
 
-    _prime_stages()
 
     # a stage that takes the previous stage's Error (docs/layouts.md) gets it
     parse_takes_error = len(inspect.signature(parser.parse).parameters) >= 3
@@ -386,7 +371,6 @@ def bench_lexer(ctx: Ctx):
 
     from jaxcc import lexer
 
-    _prime_stages()
     for size in ctx.sizes():
         lim = ctx.limits(size)
         jitted = jax.jit(lambda s, n, lim=lim: lexer.lex(s, n, lim))
@@ -415,7 +399,6 @@ def bench_parser(ctx: Ctx):
         lim = ctx.limits(size)
         toks = ctx.memo(("toks", size), lambda size=size, lim=lim: jax.tree.map(
             np.asarray, host_lex.host_lex_many([p["source"] for p in ctx.corpus[size]], lim)[0]))  # fmt: skip
-        _prime_stages()
         jitted = jax.jit(lambda t, lim=lim: parser.parse(t, lim))
 
         def make(b, toks=toks):

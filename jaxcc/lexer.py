@@ -811,13 +811,29 @@ def _intern(
 
 
 @functools.cache
-def dfa_tables(n: int, hash_muls: tuple[int, int] = LT.HASH_MULS):
-    """Device arrays the jitted lexer takes as arguments (not constants: a multi-MB
-    constant is copied into every level of a scan and compiles slowly): the DFA's merge
-    tables (GEN_ID, MERGE, STATE_OF) and, for sources of n bytes, the powers m**i and
-    m**-i mod 2**32 of the two name-hash multipliers."""
+def _host_tables(n: int, hash_muls: tuple[int, int]) -> tuple[np.ndarray, ...]:
     hp = [x for m in hash_muls for x in LT.hash_powers(n, m)]
-    return tuple(jnp.asarray(x) for x in (*LT.merge_tables(), *hp))
+    return tuple(np.asarray(x) for x in (*LT.merge_tables(), *hp))
+
+
+_DEVICE_TABLES: dict = {}
+
+
+def dfa_tables(n: int, hash_muls: tuple[int, int] = LT.HASH_MULS):
+    """Arrays the jitted lexer takes as arguments (not constants: a multi-MB constant is
+    copied into every level of a scan and compiles slowly): the DFA's merge tables
+    (GEN_ID, MERGE, STATE_OF) and, for sources of n bytes, the powers m**i and m**-i
+    mod 2**32 of the two name-hash multipliers.
+
+    Device copies are cached only when made outside a trace: under jit, jnp.asarray
+    gives a tracer, and a cached tracer would leak into the next trace."""
+    key = (n, tuple(hash_muls))
+    if key in _DEVICE_TABLES:
+        return _DEVICE_TABLES[key]
+    dev = tuple(jnp.asarray(x) for x in _host_tables(*key))
+    if not any(isinstance(x, jax.core.Tracer) for x in dev):
+        _DEVICE_TABLES[key] = dev
+    return dev
 
 
 def _lex_batched(source, length, tables, limits):
