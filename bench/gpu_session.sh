@@ -27,7 +27,10 @@ b)
   r 60 --only examples
   r 120 --only xla_compile
   ;;
-scaling)
-  r 400 --only scaling --entry-budget-s 380
+scaling)  # on a machine of 2 or more GPUs; also what parts a and b ran out of time for
+  r 240 --only scaling --entry-budget-s 220
+  r 110 --only middle --sizes small,medium,large --batches 1,4096,65536 --entry-budget-s 60
+  r 80 --only compile --sizes medium --batches 1,4096,65536 --entry-budget-s 60
+  r 130 --only examples
   ;;
 esac
