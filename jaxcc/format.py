@@ -127,6 +127,10 @@ def _compile_message(code: int, detail: int, text: str | None, col: int) -> str:
         if text is not None and 0 <= col < len(text):
             ch = text[col]
             return f"invalid character '{ch}' (U+{ord(ch):04X})"
+    if code == Code.SYNTAX and detail == errors.Syntax.UNEXPECTED_EOF:
+        # the error sits at the innermost unclosed bracket: CPython names it
+        if text is not None and 0 <= col < len(text) and text[col] in "([{":
+            return f"'{text[col]}' was never closed"
     if code == Code.UNSUPPORTED and detail == errors.Unsupported.KEYWORD and word:
         return f"unsupported: the keyword '{word}'"
     return msg
