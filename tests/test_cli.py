@@ -245,7 +245,7 @@ def test_format_compile_error_caret():
         '  File "f.py", line 3',
         "    x = (1 +",
         "        ^",
-        "SyntaxError: unexpected EOF while parsing",
+        "SyntaxError: '(' was never closed",
     ]
     # names read back from the source when there is no compiler message
     text = fmt.format_error(Error(Code.NAME, 1, 6, 0), "print(yy)\n", "g.py")
