@@ -293,7 +293,6 @@ def compile_fn(limits):
     """source -> (Program, Error): lexer, parser, middle end, composed (un-jitted)."""
     from jaxcc import lexer, middle, parser
 
-
     # a stage that takes the previous stage's Error (docs/layouts.md) gets it
     parse_takes_error = len(inspect.signature(parser.parse).parameters) >= 3
     middle_takes_error = len(inspect.signature(middle.middle_end).parameters) >= 4

@@ -15,7 +15,7 @@ import jax
 import numpy as np
 
 from jaxcc import isa, lexer, middle, parser
-from jaxcc.errors import Code, Error, Limit
+from jaxcc.errors import Code, Error, Limit, source_lines
 from jaxcc.limits import DEFAULT, Limits
 
 # The stages in order, by name: bench/ times each and a driver can dump after any one.
@@ -60,7 +60,7 @@ def _debug(source: str | bytes) -> DebugInfo:
     defs = [(m.group(1), text.count("\n", 0, m.start()) + 1) for m in _DEF.finditer(text)]
     names = ("<module>", *(d[0] for d in defs))
     lines = (1, *(d[1] for d in defs))
-    return DebugInfo(names, lines, (), (), tuple(text.splitlines()), "")
+    return DebugInfo(names, lines, (), (), tuple(source_lines(text)), "")
 
 
 # Shape tiers for the host-facing wrapper: sources are padded to the smallest tier that
@@ -88,7 +88,8 @@ def compile_many(sources, limits: Limits = DEFAULT):
     """Compile a list of sources on the device: (Program [B, ...], Error [B], debug list).
 
     Every source is compiled at the smallest shape tier that holds it, and again at the
-    next tier when it hits a size limit that the tier (not ``limits``) imposed, so the
+    next tier when it hits a size limit that the tier (not ``limits``) imposed (each tier's
+    group padded with empty programs to a power of two), so the
     result is what compiling with ``limits`` itself would give. The Program arrays are
     padded to ``limits.max_code`` / ``max_funcs`` as the reference compiler's are.
     """
@@ -108,7 +109,10 @@ def compile_many(sources, limits: Limits = DEFAULT):
             groups.setdefault(t, []).append(i)
         todo = {}
         for t, idx in groups.items():
-            source, length = lexer.encode([data[i] for i in idx], t)
+            # groups padded to a power of two (empty programs) so that a CLI run over a
+            # varying number of files meets only a few batch shapes
+            pad = (1 << (len(idx) - 1).bit_length()) - len(idx)
+            source, length = lexer.encode([data[i] for i in idx] + [b""] * pad, t)
             out = jax.device_get(compile_arrays(source, length, t))
             for j, i in enumerate(idx):
                 code, detail = int(out.error.code[j]), int(out.error.detail[j])

@@ -8,6 +8,7 @@ an index into the per-code message table below, or a number the message shows.
 from __future__ import annotations
 
 import enum
+import re
 from typing import NamedTuple
 
 
@@ -161,6 +162,7 @@ class Unsupported(enum.IntEnum):
     FUNCTION_VALUE = 29  # a function used as a value
     SEMICOLON_ONLY = 30
     OTHER = 31
+    REDEFINITION = 32  # a second def of a function name
 
 
 UNSUPPORTED_MESSAGES = {
@@ -196,6 +198,7 @@ UNSUPPORTED_MESSAGES = {
     Unsupported.FUNCTION_VALUE: "functions as values",
     Unsupported.SEMICOLON_ONLY: "this statement",
     Unsupported.OTHER: "this construct",
+    Unsupported.REDEFINITION: "a function defined twice",
 }
 
 
@@ -256,6 +259,13 @@ class Error(NamedTuple):
     line: object  # Int32[Array, "B"]  1-based; 0 when unknown
     col: object  # Int32[Array, "B"]  0-based byte column
     detail: object  # Int32[Array, "B"]  per-code refinement (see the tables above)
+
+
+def source_lines(text: str) -> list[str]:
+    """The lines of a program as Python counts them: split at ``\\n``, ``\\r\\n`` and ``\\r``
+    only (``str.splitlines`` also splits at ``\\v``, ``\\f``, ``\\x1c``-``\\x1e`` and more)."""
+    lines = re.split(r"\r\n|\r|\n", text)
+    return lines[:-1] if lines and lines[-1] == "" else lines
 
 
 def message(code: int, detail: int = 0) -> str:

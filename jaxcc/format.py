@@ -98,7 +98,7 @@ def _source_line(source, line: int) -> str | None:
         source = bytes(source).decode("utf-8", "replace")
     if not source or line < 1:
         return None
-    lines = source.splitlines()
+    lines = errors.source_lines(source)
     return lines[line - 1] if line <= len(lines) else None
 
 
@@ -126,6 +126,8 @@ def _compile_message(code: int, detail: int, text: str | None, col: int) -> str:
     if code == Code.SYNTAX and detail == errors.Syntax.INVALID_CHARACTER:
         if text is not None and 0 <= col < len(text):
             ch = text[col]
+            if not ch.isprintable():
+                return f"invalid non-printable character U+{ord(ch):04X}"
             return f"invalid character '{ch}' (U+{ord(ch):04X})"
     if code == Code.SYNTAX and detail == errors.Syntax.UNEXPECTED_EOF:
         # the error sits at the innermost unclosed bracket: CPython names it

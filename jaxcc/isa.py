@@ -141,9 +141,30 @@ INFO: dict[Op, OpInfo] = {
     Op.POP_TOP: OpInfo(ArgKind.NONE, 1, 0, False),
     Op.DUP_TOP: OpInfo(ArgKind.NONE, 1, 2, False),
     Op.POP_N: OpInfo(ArgKind.COUNT, 0, 0, False),  # pops arg items
-    **{op: OpInfo(*_B) for op in (Op.ADD, Op.SUB, Op.MUL, Op.FLOORDIV, Op.MOD, Op.POW,
-                                  Op.LSHIFT, Op.RSHIFT, Op.AND, Op.OR, Op.XOR, Op.MIN,
-                                  Op.MAX, Op.LT, Op.LE, Op.GT, Op.GE, Op.EQ, Op.NE)},
+    **{
+        op: OpInfo(*_B)
+        for op in (
+            Op.ADD,
+            Op.SUB,
+            Op.MUL,
+            Op.FLOORDIV,
+            Op.MOD,
+            Op.POW,
+            Op.LSHIFT,
+            Op.RSHIFT,
+            Op.AND,
+            Op.OR,
+            Op.XOR,
+            Op.MIN,
+            Op.MAX,
+            Op.LT,
+            Op.LE,
+            Op.GT,
+            Op.GE,
+            Op.EQ,
+            Op.NE,
+        )
+    },
     **{op: OpInfo(*_U) for op in (Op.NEG, Op.INVERT, Op.NOT, Op.ABS)},
     Op.JUMP: OpInfo(ArgKind.TARGET, 0, 0, True),
     Op.JUMP_IF_FALSE: OpInfo(ArgKind.TARGET, 1, 0, True),

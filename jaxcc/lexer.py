@@ -795,7 +795,10 @@ def _intern(
         other = out.start[perm[lead[r_of]]] + (idx - s_of)
         mism = in_user & unresolved[r_of] & (_at(b, other, -1) != b)
         differs = jnp.zeros(TS, bool).at[jnp.where(mism, r_of, TS)].set(True, mode="drop")
-        same = unresolved & ~differs
+        # a lead always settles (it is its own representative): on a consistent input
+        # it matches itself anyway, and forcing it bounds the loop by TS rounds even
+        # where a malformed token's bytes and slot disagree (lexer-error programs)
+        same = unresolved & (~differs | (lead == slots))
         return unresolved & ~same, jnp.where(same, lead, rep)
 
     # one round settles every name unless two different names share a key

@@ -27,7 +27,7 @@ class C(enum.IntEnum):
     PAD = 0  # beyond the program's length
     NL = 1  # \n
     CR = 2  # \r
-    SKIP = 3  # space \t \f, and \v \x1c-\x1f (tokenize skips them as whitespace)
+    SKIP = 3  # space \t \f (CPython's whitespace; \v and \x1c-\x1f are BAD, as there)
     HASH = 4
     BSL = 5  # backslash
     D0 = 6
@@ -65,7 +65,7 @@ def _byte_classes() -> np.ndarray:
     t[PAD_BYTE] = C.PAD
     t[ord("\n")] = C.NL
     t[ord("\r")] = C.CR
-    for ch in " \t\f\v\x1c\x1d\x1e\x1f":
+    for ch in " \t\f":
         t[ord(ch)] = C.SKIP
     t[ord("#")] = C.HASH
     t[ord("\\")] = C.BSL

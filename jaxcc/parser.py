@@ -23,7 +23,7 @@ import numpy as np
 from jax import lax
 
 from jaxcc import grammar as G
-from jaxcc.errors import Code, Error, Limit, Syntax
+from jaxcc.errors import Code, Error, Limit, Syntax, source_lines
 from jaxcc.limits import DEFAULT, Limits
 from jaxcc.syntax import Ann, Ast, Ctx, Node
 from jaxcc.tokens import N_TOK, NAME_BOOL, NAME_INT, Tok, Tokens
@@ -598,7 +598,7 @@ def main(argv: list[str] | None = None, limits: Limits | None = None) -> int:
         text = message(code, int(err.detail))
         if code in (Code.SYNTAX, Code.INDENTATION):
             text = _cpython_wording(code, int(err.detail), text, tokens, int(err.line))
-        lines = source.decode("ascii", "replace").splitlines()
+        lines = source_lines(source.decode("ascii", "replace"))
         line = int(err.line)
         print(f'  File "{path}", line {line}', file=sys.stderr)
         if 1 <= line <= len(lines):

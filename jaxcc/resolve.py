@@ -259,7 +259,9 @@ def resolve_names(ast, limits) -> Scopes:
     is_call = live & (kind == Node.CALL)
     is_ref = is_param | is_store | is_load | is_call
     definer = is_param | is_store
-    fkey = jnp.where(is_ref, jnp.where(fn > 0, fdef + 1, 0), BIG)
+    # every def is its own scope, a second def of a name too (fn == -1): CPython checks
+    # its parameters for duplicates against each other, not against the module's names
+    fkey = jnp.where(is_ref, jnp.where(in_def, fdef + 1, 0), BIG)
     nkey = jnp.where(is_ref, value, BIG)
     sn, sf, sd, si = lax.sort((nkey, fkey, jnp.where(definer, 0, 1), idx), num_keys=4)
     pos = jnp.arange(n, dtype=I32)
@@ -346,7 +348,7 @@ def resolve_names(ast, limits) -> Scopes:
         Cand(
             is_dup_def,
             Code.UNSUPPORTED,
-            Unsupported.OTHER,
+            Unsupported.REDEFINITION,
             def_line,
             def_col,
             (preorder, 1),

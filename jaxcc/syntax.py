@@ -75,11 +75,30 @@ class Node(enum.IntEnum):
 
 N_NODE_KINDS = len(Node)
 
-STATEMENTS = (Node.FUNCTION_DEF, Node.RETURN, Node.ASSIGN, Node.AUG_ASSIGN, Node.IF,
-              Node.WHILE, Node.FOR, Node.PASS, Node.BREAK, Node.CONTINUE, Node.ASSERT,
-              Node.EXPR_STMT)
-EXPRESSIONS = (Node.BINOP, Node.UNARYOP, Node.BOOLOP, Node.COMPARE, Node.IFEXP,
-               Node.CALL, Node.NAME, Node.CONSTANT)
+STATEMENTS = (
+    Node.FUNCTION_DEF,
+    Node.RETURN,
+    Node.ASSIGN,
+    Node.AUG_ASSIGN,
+    Node.IF,
+    Node.WHILE,
+    Node.FOR,
+    Node.PASS,
+    Node.BREAK,
+    Node.CONTINUE,
+    Node.ASSERT,
+    Node.EXPR_STMT,
+)
+EXPRESSIONS = (
+    Node.BINOP,
+    Node.UNARYOP,
+    Node.BOOLOP,
+    Node.COMPARE,
+    Node.IFEXP,
+    Node.CALL,
+    Node.NAME,
+    Node.CONSTANT,
+)
 
 
 class BinOp(enum.IntEnum):

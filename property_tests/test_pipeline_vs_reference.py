@@ -146,18 +146,7 @@ class Known(NamedTuple):
     reference: tuple  # (Code, line, detail) from the reference compiler
 
 
-KNOWN_MISMATCHES = [
-    # the lexer reports an unclosed bracket at EOF (tokenize's view); CPython's compile()
-    # says "'(' was never closed" at the bracket
-    Known(
-        "x = 1\nprint((x + 1)\n",
-        "lexer",
-        (Code.SYNTAX, 3, Syntax.EOF_IN_MULTILINE),
-        (Code.SYNTAX, 2, Syntax.UNEXPECTED_EOF),
-    ),  # fmt: skip
-    # the middle end accepts a bool variable &= an int (reference: TypeError MIXED)
-    Known("b = True\nb &= 1\n", "middle end", (Code.OK, 0, 0), (Code.TYPE, 2, 0)),
-]
+KNOWN_MISMATCHES = []
 
 
 def _known(j: Result, r: Result) -> bool:
@@ -252,6 +241,12 @@ REGRESSIONS = [
     "while True:\n    pass\n",
     "x = (0 + 1))\n",
     "if 1:\n        x = 1\n    y = 2\n",
+    "b = True\nb &= 1\n",  # TypeError: a bool variable assigned an int
+    "x = 1\nprint((x + 1)\n",  # unclosed bracket: reported at the bracket, as compile() does
+    # second defs of a name are scopes of their own (not the module's)
+    "def f(n):\n    return n\ndef f(n):\n    return n\ndef f(n):\n    return n\n",
+    "def f(a):\n    return a\ndef f(b, b):\n    return b\n",
+    "n = 1\ndef f(n):\n    return n\ndef f(n):\n    return n\nprint(n)\n",
 ]
 
 
@@ -260,6 +255,8 @@ def test_regressions():
 
 
 def test_known_mismatches():
+    if not KNOWN_MISMATCHES:
+        pytest.skip("no known mismatches at present (the last ones moved to REGRESSIONS)")
     sources = [k.source for k in KNOWN_MISMATCHES]
     for k, j in zip(KNOWN_MISMATCHES, run_jax(sources), strict=True):
         r = run_reference(k.source)

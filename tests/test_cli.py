@@ -253,6 +253,18 @@ def test_format_compile_error_caret():
     assert fmt.format_error(Error(Code.OK, 0, 0, 0), "", "x.py") == ""
 
 
+@pytest.mark.parametrize("bad", ["\x0b", "\x1c", "\x01", "$"])
+def test_invalid_characters_read_like_cpython(tmp_path, capsys, bad):
+    # \v and \x1c are line breaks to str.splitlines but not to Python: the caret line
+    # and the message must still match CPython's
+    f = write(tmp_path, "bad.py", f"x = 1\f+ 2{bad} + 3\nprint(x)\n")
+    status, out, err = jaxcc(capsys, "run", f)
+    py = cpython(f)
+    assert (status, out) == (1, py.stdout)
+    assert err.splitlines()[-1] == py.stderr.splitlines()[-1]
+    assert err.splitlines()[0] == f'  File "{f}", line 1'
+
+
 def _rr(status, line, fn, pc=0, detail=0):
     z = np.zeros(4, np.int32)
     i = np.int32

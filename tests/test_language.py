@@ -277,7 +277,7 @@ UNSUPPORTED = [
     ("x = range(3)", Unsupported.BUILTIN),
     ("abs = 1", Unsupported.BUILTIN),
     ("def f(print):\n    return 1", Unsupported.BUILTIN),
-    ("def f():\n    return 1\ndef f():\n    return 2", Unsupported.OTHER),
+    ("def f():\n    return 1\ndef f():\n    return 2", Unsupported.REDEFINITION),
     ("print = 1", Unsupported.BUILTIN),
     ("def f():\n    return 1\nx = f", Unsupported.FUNCTION_VALUE),
 ]

@@ -107,7 +107,7 @@ ERRORS = [
     ("y = abs\n", U, Unsupported.BUILTIN, 1, 4),
     ("print = 3\n", U, Unsupported.BUILTIN, 1, 0),
     ("def min(a, b):\n    return a\n", U, Unsupported.BUILTIN, 1, 0),
-    ("def f():\n    return 1\ndef f():\n    return 2\n", U, Unsupported.OTHER, 3, 0),
+    ("def f():\n    return 1\ndef f():\n    return 2\n", U, Unsupported.REDEFINITION, 3, 0),
     ("x = 1  # é\n", U, Unsupported.NON_ASCII, 1, 9),
     # names
     ("x = y\n", N, 0, 1, 4),

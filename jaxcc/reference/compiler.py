@@ -355,7 +355,9 @@ def resolve_names(tree: ast.Module) -> Scopes:
         if s.name in RESERVED:
             errs.add(Code.UNSUPPORTED, s, Unsupported.BUILTIN, f"cannot redefine '{s.name}'")
         if s.name in by_name:
-            errs.add(Code.UNSUPPORTED, s, Unsupported.OTHER, f"function '{s.name}' defined twice")
+            errs.add(
+                Code.UNSUPPORTED, s, Unsupported.REDEFINITION, f"function '{s.name}' defined twice"
+            )
             continue
         f = Fn(len(fns), s.name, s, [a.arg for a in s.args.args])
         for a in s.args.args:

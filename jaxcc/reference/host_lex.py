@@ -20,7 +20,6 @@ from jaxcc.errors import Code, Error, Limit, Syntax, Unsupported
 from jaxcc.limits import DEFAULT, Limits
 from jaxcc.tokens import (
     KEYWORDS,
-    N_RESERVED_NAMES,
     OPERATORS,
     RESERVED_NAMES,
     UNSUPPORTED_KEYWORDS,
@@ -29,11 +28,17 @@ from jaxcc.tokens import (
 )
 
 _UNSUPPORTED_OPS = {
-    "/": Unsupported.TRUE_DIVISION, "/=": Unsupported.TRUE_DIVISION,
-    "[": Unsupported.SUBSCRIPT, "]": Unsupported.SUBSCRIPT,
-    "{": Unsupported.DICT_SET, "}": Unsupported.DICT_SET,
-    ".": Unsupported.ATTRIBUTE, "...": Unsupported.ELLIPSIS,
-    "@": Unsupported.MATMUL, "@=": Unsupported.MATMUL, ":=": Unsupported.WALRUS,
+    "/": Unsupported.TRUE_DIVISION,
+    "/=": Unsupported.TRUE_DIVISION,
+    "[": Unsupported.SUBSCRIPT,
+    "]": Unsupported.SUBSCRIPT,
+    "{": Unsupported.DICT_SET,
+    "}": Unsupported.DICT_SET,
+    ".": Unsupported.ATTRIBUTE,
+    "...": Unsupported.ELLIPSIS,
+    "@": Unsupported.MATMUL,
+    "@=": Unsupported.MATMUL,
+    ":=": Unsupported.WALRUS,
 }
 
 
@@ -137,7 +142,9 @@ def host_lex(source: str | bytes, limits: Limits = DEFAULT) -> tuple[Tokens, Err
             elif t.type == tokenize.ERRORTOKEN:
                 if t.string in ("'", '"'):
                     fail(Code.UNSUPPORTED, Unsupported.STRING, r0, c0)
-                elif t.string.isspace():
+                elif set(t.string) <= set(" \t\f"):
+                    # trailing blanks at EOF; \v and \x1c-\x1f are no whitespace to
+                    # CPython's tokenizer ("invalid non-printable character")
                     continue
                 else:
                     fail(Code.SYNTAX, Syntax.INVALID_CHARACTER, r0, c0)
@@ -175,11 +182,17 @@ def host_lex(source: str | bytes, limits: Limits = DEFAULT) -> tuple[Tokens, Err
 
 
 _PLAIN = {
-    tokenize.NEWLINE: Tok.NEWLINE, tokenize.NL: Tok.NL, tokenize.INDENT: Tok.INDENT,
-    tokenize.DEDENT: Tok.DEDENT, tokenize.COMMENT: Tok.COMMENT, tokenize.ENDMARKER: Tok.ENDMARKER,
+    tokenize.NEWLINE: Tok.NEWLINE,
+    tokenize.NL: Tok.NL,
+    tokenize.INDENT: Tok.INDENT,
+    tokenize.DEDENT: Tok.DEDENT,
+    tokenize.COMMENT: Tok.COMMENT,
+    tokenize.ENDMARKER: Tok.ENDMARKER,
 }
 _FSTRING_TYPES = tuple(
-    getattr(tokenize, n) for n in ("FSTRING_START", "FSTRING_MIDDLE", "FSTRING_END") if hasattr(tokenize, n)
+    getattr(tokenize, n)
+    for n in ("FSTRING_START", "FSTRING_MIDDLE", "FSTRING_END")
+    if hasattr(tokenize, n)
 )
 
 
