@@ -1262,11 +1262,14 @@ def _near_misses(draw, classes, context):
     snippet = "\n".join(before + lines + after) + "\n"
     if context:
         snippet = _in_context(r, draw(programs(max_functions=2, unbound_reads=False)), snippet,
-                              "first" if cls not in _COMPILE_TIME else "last" if unfinished else "any")  # fmt: skip
+                              "first" if cls in _RUN_TIME_IN_CPYTHON else "last" if unfinished else "any")  # fmt: skip
     return snippet, ERROR_CLASSES[cls]
 
 
 _COMPILE_TIME = ("syntax", "indentation", "type", "name", "unsupported")
+# CPython raises NameError only when the line runs, so an earlier run-time error in the
+# context program (say a negative shift count) would win there: put it first, like these.
+_RUN_TIME_IN_CPYTHON = tuple(c for c in ERROR_CLASSES if c not in _COMPILE_TIME) + ("name",)
 
 
 def _in_context(r: _R, program: str, snippet: str, where: str) -> str:

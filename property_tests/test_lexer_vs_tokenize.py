@@ -22,7 +22,7 @@ from jaxcc.testing import near_misses, programs
 LIM = Limits(max_source_bytes=512, max_tokens=256, max_indent=12)
 B = 16
 SCALE = 10 if os.environ.get("JAXCC_SLOW") == "1" else 1
-SETTINGS = dict(deadline=None, suppress_health_check=list(HealthCheck), derandomize=False)
+SETTINGS = dict(deadline=None, suppress_health_check=list(HealthCheck))
 
 
 def lex_batch(sources: list[bytes]):
