@@ -168,6 +168,10 @@ OP_CONST, OP_ANN = 0, 1
 VAL_CONST, VAL_TOKEN = 0, 1
 # check: what the reduction verifies (failure -> an error at token first(aux) + aoff)
 CHECK_NONE, CHECK_ALWAYS, CHECK_ANN, CHECK_TARGET = 0, 1, 2, 3
+# `a = b = c` (first three parts of a chain): a SyntaxError CANNOT_ASSIGN at the first of
+# rhs[0], rhs[2] and (when `=` follows) rhs[4] that is not a name, as CPython says; else
+# the rule's own error at first(aux)
+CHECK_CHAIN = 4
 
 # Fields of a rule row (RULES[r, field]).
 RULE_FIELDS = (
@@ -210,7 +214,9 @@ ACTIONS: dict[str, dict] = {
     "assert_msg": _unsupported(Unsupported.TUPLE, aux=2),  # as reference.flatten
     "expr_stmt": _node(Node.EXPR_STMT),
     "assign": _node(Node.ASSIGN, aux=0, **_TARGET),
-    "chained_assign": _unsupported(Unsupported.CHAINED_ASSIGNMENT, aux=3),
+    "chained_assign": dict(
+        check=CHECK_CHAIN, ecode=Code.UNSUPPORTED, edetail=Unsupported.CHAINED_ASSIGNMENT, aux=0
+    ),
     "ann_assign": _unsupported(Unsupported.ANNOTATED_ASSIGNMENT, aux=1),
     **{
         "aug_" + name.lower(): _node(Node.AUG_ASSIGN, op=BinOp[name], aux=0, **_TARGET)

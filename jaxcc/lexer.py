@@ -25,7 +25,7 @@ from jaxcc import lexer_tables as LT
 from jaxcc.errors import Code, Error, Limit, Syntax, Unsupported
 from jaxcc.lexer_tables import C, S
 from jaxcc.limits import DEFAULT, Limits
-from jaxcc.tokens import N_RESERVED_NAMES, Tok, Tokens
+from jaxcc.tokens import KEYWORDS_AFTER_NUMBER, N_RESERVED_NAMES, Tok, Tokens
 
 i32 = jnp.int32
 # how the DFA scan composes transition functions (read at trace time): "vector" composes
@@ -455,7 +455,38 @@ def _lex_one(src, length, tables, limits: Limits):
     # at the word's byte, losing ties to that word's own error)
     key_tok = jnp.where(err != 0, 4 * idx + 2, _BIG)
     nxt_name = _at(t_name & (word_kind != LT.WORD_KIND_KEYWORD), m_end, False)
-    gl = t_num & (num_err == 0) & ~n_imag & ~n_float & (nxt_digit | nxt_name)
+    # a keyword glued to a number: CPython lets only these follow one (`1if`), and reads
+    # `0or` as the octal prefix `0o`
+    kw_kind = jnp.where(n_kw, word_val, 0)
+    after_ok = functools.reduce(
+        jnp.logical_or, [kw_kind == k for k in KEYWORDS_AFTER_NUMBER], jnp.zeros_like(n_kw)
+    )
+    nxt_kw = _at(n_kw & ~after_ok, m_end, False) | (
+        (m_end == idx + 1) & (b == ord("0")) & _at(kw_kind == Tok.KW_OR, m_end, False)
+    )
+    gl = t_num & (num_err == 0) & ~n_imag & ~n_float & (nxt_digit | nxt_name | nxt_kw)
+    # CPython's "leading zeros in decimal integer literals" (`007`, `0_7`, `01x`): a number
+    # of zeros, then `_`? [1-9], a run of digits and single `_` not followed by `_ . e j`
+    is_dig = (b >= ord("0")) & (b <= ord("9"))
+    is_19 = is_dig & (b != ord("0"))
+    du_end = _rcummin(jnp.where(valid & (is_dig | (b == ord("_"))), N, idx))
+    bad_us = (b == ord("_")) & ~_shift_left(is_dig, False)
+    bad_us_next = _rcummin(jnp.where(valid & bad_us, idx, _BIG))
+    after_run = _at(b, du_end, 0)
+    tail_ok = (
+        (is_19 | ((b == ord("_")) & _shift_left(is_19, False)))
+        & (bad_us_next >= du_end)
+        & (after_run != ord("_"))
+        & (after_run != ord("."))
+        & (after_run != ord("e"))
+        & (after_run != ord("E"))
+        & (after_run != ord("j"))
+        & (after_run != ord("J"))
+    )
+    not_zu = valid & (b != ord("0")) & (b != ord("_"))
+    zeros_to = _rcummin(jnp.where(not_zu, idx, _BIG))  # first byte at/after i not 0 or _
+    only_zeros = (b == ord("0")) & (_at(zeros_to, idx + 1, _BIG) >= m_end)
+    gl_dec = gl & only_zeros & _at(tail_ok, m_end, False)
     key_gl = jnp.where(gl, 4 * m_end + 2, _BIG)
     key_str = jnp.where(t_quote, 4 * str_at + 2, _BIG)
 
@@ -499,7 +530,8 @@ def _lex_one(src, length, tables, limits: Limits):
         [
             err[i_tok],
             str_err[i_str],
-            _c(Code.SYNTAX * 64 + Syntax.INVALID_NUMBER, i32),
+            Code.SYNTAX * 64
+            + jnp.where(gl_dec[i_gl], Syntax.INVALID_DECIMAL, Syntax.INVALID_NUMBER).astype(i32),
             jnp.where(
                 k_bad_dedent[i_k],
                 Code.INDENTATION * 64 + Syntax.UNINDENT_MISMATCH,

@@ -177,7 +177,8 @@ def _step(c: _Carry, p: _Prog, tabs: _Tabs, nnt: int) -> _Carry:
     L = rule[G.F["len"]]
     aux = rule[G.F["aux"]]
     base = c.sp - L
-    rows = c.stack[jnp.clip(jnp.stack([base - 1, base, base + aux, base + aux + 1]), 0, D - 1)]
+    at_rows = [base - 1, base, base + aux, base + aux + 1, base + 1, base + 2, base + 3, base + 4]
+    rows = c.stack[jnp.clip(jnp.stack(at_rows), 0, D - 1)]
     s_below = rows[0, _S_STATE]
     first = jnp.where(L > 0, rows[1, _S_FIRST], t)
     nstart = jnp.where(L > 0, rows[1, _S_NSTART], c.n)
@@ -196,11 +197,29 @@ def _step(c: _Carry, p: _Prog, tabs: _Tabs, nnt: int) -> _Carry:
     # the target is one NAME node: the one made last before the entry after it was pushed
     target_ok = (rows[3, _S_NSTART] - tnode == 1) & (rows[3, _S_PREV_KIND] == Node.NAME)
     check = rule[G.F["check"]]
+    # a chain `t0 = t2 = t4 ...`: its targets as rhs[aux] above (t4 only if `=` follows,
+    # against the node made last)
+    chain = check == G.CHECK_CHAIN
+
+    def name_target(r, nxt_nstart, nxt_prev_kind):
+        return (nxt_nstart - rows[r, _S_NSTART] == 1) & (nxt_prev_kind == Node.NAME)
+
+    t0_ok = name_target(1, rows[4, _S_NSTART], rows[4, _S_PREV_KIND])
+    t2_ok = name_target(5, rows[6, _S_NSTART], rows[6, _S_PREV_KIND])
+    t4_ok = (a != Tok.EQUAL) | name_target(7, c.n, c.prev_kind)
+    chain_bad = chain & ~(t0_ok & t2_ok & t4_ok)
     check_fail = (
         (check == G.CHECK_ALWAYS)
         | ((check == G.CHECK_ANN) & ~ann_ok)
         | ((check == G.CHECK_TARGET) & ~target_ok)
+        | chain
     )
+    chain_at = jnp.where(
+        ~t0_ok, rows[1, _S_FIRST], jnp.where(~t2_ok, rows[5, _S_FIRST], rows[7, _S_FIRST])
+    )
+    at = jnp.where(chain_bad, jnp.clip(chain_at, 0, T - 1), at)
+    act_ecode = jnp.where(chain_bad, Code.SYNTAX, rule[G.F["ecode"]])
+    act_edetail = jnp.where(chain_bad, Syntax.CANNOT_ASSIGN, rule[G.F["edetail"]])
 
     kind = rule[G.F["kind"]]
     make = reduce & (kind != 0)
@@ -251,8 +270,8 @@ def _step(c: _Carry, p: _Prog, tabs: _Tabs, nnt: int) -> _Carry:
         err_detail=upd(detail, c.err_detail, hard),
         err_tok=upd(jnp.where(exhausted, -1, t), c.err_tok, hard),
         err_state=upd(s, c.err_state, hard & fail),
-        act_code=upd(rule[G.F["ecode"]], c.act_code, note),
-        act_detail=upd(rule[G.F["edetail"]], c.act_detail, note),
+        act_code=upd(act_ecode, c.act_code, note),
+        act_detail=upd(act_edetail, c.act_detail, note),
         act_tok=upd(at, c.act_tok, note),
     )
 

@@ -147,6 +147,12 @@ KEYWORDS: dict[str, Tok] = {
 
 # Python keywords outside the subset: the lexer rejects them as Code.UNSUPPORTED
 # (detail Unsupported.KEYWORD). Soft keywords (match, case, type, _) are plain names.
+# the keywords CPython's tokenizer lets follow a number directly (`1if x else 2`, with a
+# warning); any other word glued to a number is an "invalid ... literal"
+KEYWORDS_AFTER_NUMBER = (
+    Tok.KW_AND, Tok.KW_ELSE, Tok.KW_FOR, Tok.KW_IF, Tok.KW_IN, Tok.KW_NOT, Tok.KW_OR,
+)  # fmt: skip
+
 UNSUPPORTED_KEYWORDS = (
     "as",
     "async",

@@ -115,7 +115,7 @@ def _mutants(draw):
 @given(_mutants())
 def test_token_mutations_fail_like_cpython(src):
     # Random damage reaches corners where CPython's error position comes from its
-    # second-pass special rules or its tokenizer's look at the rest of the file (and where
-    # the lexers follow tokenize, e.g. `0while`); the LR automaton stops at the first
-    # token that cannot continue a valid program, which is never after CPython's line.
+    # second-pass special rules or its tokenizer's look at the rest of the file; the LR
+    # automaton stops at the first token that cannot continue a valid program, which is
+    # never after CPython's line.
     check(src, exact_line=False)

@@ -4,8 +4,10 @@ kernel against its sequential Python."""
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
+import warnings
 
 import chex
 import jax
@@ -17,6 +19,7 @@ from jaxcc import lexer
 from jaxcc import lexer_tables as LT
 from jaxcc.errors import Code, Limit, Syntax, Unsupported
 from jaxcc.limits import Limits
+from jaxcc.reference.compiler import syntax_detail
 from jaxcc.reference.host_lex import host_lex
 from jaxcc.tokens import Tok
 
@@ -220,12 +223,42 @@ def test_error_positions():
         "x = 'a'\n": (Code.UNSUPPORTED, 1, 4, Unsupported.STRING),
         "if x:\n    a\n  b\n": (Code.INDENTATION, 3, 1, Syntax.UNINDENT_MISMATCH),
         "x = (1,\n": (Code.SYNTAX, 2, 0, Syntax.EOF_IN_MULTILINE),
-        "y = 007\n": (Code.SYNTAX, 1, 4, Syntax.INVALID_NUMBER),
+        "y = 007\n": (Code.SYNTAX, 1, 4, Syntax.INVALID_DECIMAL),
+        "y = 0x\n": (Code.SYNTAX, 1, 4, Syntax.INVALID_NUMBER),
         "import x\n": (Code.UNSUPPORTED, 1, 0, Unsupported.KEYWORD),
         "x = 1\ny = 'é'\n": (Code.UNSUPPORTED, 2, 5, Unsupported.NON_ASCII),
     }
     for (src, want), (_, err) in zip(cases.items(), lex_many(list(cases)), strict=True):
         assert err == tuple(int(x) for x in want), src
+
+
+# A number glued to what follows it: tokenize splits the text without complaint, CPython's
+# tokenizer rejects it, with "leading zeros in decimal integer literals are not permitted"
+# or "invalid ... literal" (and lets and/else/for/if/in/not/or follow a number).
+GLUED = [
+    "x = 007", "x = 0_7", "x = 09", "x = 00_7", "x = 01x", "x = 08_1", "x = 0_0_1",
+    "x = 0_7x", "x = 0_7_1", "x = 01_2a", "x = 01if 1 else 2", "x = 01or 1",
+    "x = 0or 1", "x = 0x", "x = 1_", "x = 0b12", "x = 0_x", "x = 00x1", "x = 00",
+    "x=0b", "x = 1a", "x = 0a", "x = 0_", "x = 00_", "x = 01_", "x = 01__2", "x = 0_7_",
+    "x = 07e", "x = 0_7e", "x = 0__7", "x = 1True", "while 0while 1: pass",
+    "x = 1if 1 else 2", "x = 1 if 1else 2", "x = 0x1for 1", "x = 0b1and 1", "x = 00or 1",
+    "x = 1not in 2", "for i in range(0in 1): pass",
+]  # fmt: skip
+
+
+def test_glued_numbers_read_like_cpython():
+    sources = [s + "\n" for s in GLUED]
+    for src, (_, err) in zip(sources, lex_many(sources), strict=True):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                ast.parse(src)
+                want = (0, 0, 0)
+            except SyntaxError as e:
+                want = (int(Code.SYNTAX), e.lineno, int(syntax_detail(e.msg)))
+        assert (err[0], err[1], err[3]) == want, src
+        h = host_lex(src, LIM)[1]
+        assert (int(h.code), int(h.line), int(h.detail)) == want, src
 
 
 def test_hash_collisions_are_resolved():

@@ -169,6 +169,12 @@ ERRORS = [
     ("x = ()\n", Code.UNSUPPORTED, Unsupported.TUPLE, 1),
     ("return 1,\n", Code.UNSUPPORTED, Unsupported.TUPLE, 1),
     ("a = b = 1\n", Code.UNSUPPORTED, Unsupported.CHAINED_ASSIGNMENT, 1),
+    ("a = b = (c) = 1\n", Code.UNSUPPORTED, Unsupported.CHAINED_ASSIGNMENT, 1),
+    # a chain with a target that is not a name: CPython's SyntaxError, not Unsupported
+    ("a = 1 = 2\n", Code.SYNTAX, Syntax.CANNOT_ASSIGN, 1),
+    ("a + 1 = b = 1\n", Code.SYNTAX, Syntax.CANNOT_ASSIGN, 1),
+    ("x = 1\ng2 = 0 + x = 0\n", Code.SYNTAX, Syntax.CANNOT_ASSIGN, 2),
+    ("a = b = c + 1 = 2\n", Code.SYNTAX, Syntax.CANNOT_ASSIGN, 1),
     ("x: int = 1\n", Code.UNSUPPORTED, Unsupported.ANNOTATED_ASSIGNMENT, 1),
     ("f(a=1)\n", Code.UNSUPPORTED, Unsupported.KEYWORD_ARGUMENT, 1),
     ("f(*a)\n", Code.UNSUPPORTED, Unsupported.STAR_ARGUMENT, 1),

@@ -186,6 +186,7 @@ _SYNTAX_DETAILS = (
     ("unexpected character after line continuation", Syntax.BAD_CONTINUATION),
     ("duplicate argument", Syntax.DUPLICATE_ARGUMENT),
     ("cannot assign to", Syntax.CANNOT_ASSIGN),
+    ("illegal expression for augmented assignment", Syntax.CANNOT_ASSIGN),
     ("multi-line statement", Syntax.EOF_IN_MULTILINE),
 )
 

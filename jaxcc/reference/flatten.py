@@ -29,6 +29,7 @@ On an error the arrays hold whatever was built (possibly nothing).
 from __future__ import annotations
 
 import ast
+from typing import NamedTuple
 
 import numpy as np
 
@@ -97,6 +98,11 @@ class _Fail(Exception):
         self.err = (int(code), int(line), int(col), int(detail))
 
 
+class _Pos(NamedTuple):
+    lineno: int
+    col_offset: int
+
+
 def _unsupported(detail, node):
     return _Fail(
         Code.UNSUPPORTED, detail, getattr(node, "lineno", 0), getattr(node, "col_offset", 0)
@@ -134,6 +140,16 @@ class _Builder:
         a = (node.lineno, node.col_offset)
         b = (node.end_lineno, node.end_col_offset)
         return (a[0], a[1], b[0], b[1], self.start.get(a, 0), self.end.get(b, 0))
+
+    def _loop_else(self, s):
+        """Where the `else` of a loop is (the error points there, as the JAX parser does)."""
+        o = s.orelse[0]
+        i = self.start.get((o.lineno, o.col_offset), 0)
+        while i > 0 and int(self.tk.kind[i]) != Tok.KW_ELSE:
+            i -= 1
+        if int(self.tk.kind[i]) != Tok.KW_ELSE:
+            return s
+        return _Pos(int(self.tk.line[i]), int(self.tk.col[i]))
 
     def _span_of(self, first, last):
         f, la = self.rows[first], self.rows[last]
@@ -195,11 +211,11 @@ class _Builder:
             return self._add(Node.IF, 0, 0, kids, sp)
         if isinstance(s, ast.While):
             if s.orelse:
-                raise _unsupported(Unsupported.LOOP_ELSE, s)
+                raise _unsupported(Unsupported.LOOP_ELSE, self._loop_else(s))
             return self._add(Node.WHILE, 0, 0, [self.expr(s.test), self.block(s.body)], sp)
         if isinstance(s, ast.For):
             if s.orelse:
-                raise _unsupported(Unsupported.LOOP_ELSE, s)
+                raise _unsupported(Unsupported.LOOP_ELSE, self._loop_else(s))
             t = self.store(s.target, Unsupported.FOR_TARGET)
             return self._add(Node.FOR, 0, 0, [t, self.expr(s.iter), self.block(s.body)], sp)
         if isinstance(s, ast.Pass):

@@ -11,6 +11,7 @@ before it are kept and ``n_tokens`` counts them.
 from __future__ import annotations
 
 import io
+import re
 import tokenize
 from typing import NamedTuple
 
@@ -20,6 +21,7 @@ from jaxcc.errors import Code, Error, Limit, Syntax, Unsupported
 from jaxcc.limits import DEFAULT, Limits
 from jaxcc.tokens import (
     KEYWORDS,
+    KEYWORDS_AFTER_NUMBER,
     OPERATORS,
     RESERVED_NAMES,
     UNSUPPORTED_KEYWORDS,
@@ -158,10 +160,10 @@ def host_lex(source: str | bytes, limits: Limits = DEFAULT) -> tuple[Tokens, Err
                 prev is not None
                 and prev.kind == Tok.NUMBER
                 and prev.end == offset(r0, c0)
-                and kind in (Tok.NUMBER, Tok.NAME)
+                and _glued(kind, text[prev.start : prev.end])
             ):
-                # `007`, `0x`, `1_`, `0b12`: tokenize splits them, CPython's parser rejects them
-                fail(Code.SYNTAX, Syntax.INVALID_NUMBER, prev.line, prev.col)
+                # `007`, `0x`, `1_`, `0b12`, `1while`: tokenize splits them, CPython rejects them
+                fail(Code.SYNTAX, _glued_detail(text, prev.start, prev.end), prev.line, prev.col)
                 break
             if len(toks) == limits.max_tokens:  # the first error in source order wins
                 fail(Code.LIMIT, Limit.TOKENS, r0, c0)
@@ -179,6 +181,33 @@ def host_lex(source: str | bytes, limits: Limits = DEFAULT) -> tuple[Tokens, Err
     except SyntaxError as e:  # 3.12's tokenizer raises these directly
         fail(Code.SYNTAX, Syntax.INVALID, e.lineno or 0, max((e.offset or 1) - 1, 0))
     return _pack(toks[: limits.max_tokens], limits), Error(*err)
+
+
+_AFTER_NUMBER = frozenset(KEYWORDS_AFTER_NUMBER)
+_KEYWORD_KINDS = frozenset(KEYWORDS.values())
+_LEADING_ZEROS = re.compile(r"_?[1-9](?:_?[0-9])*")
+
+
+def _glued(kind: int, number: str) -> bool:
+    """Whether a token of ``kind`` starting right where the NUMBER ``number`` ends makes
+    the number invalid for CPython (tokenize splits such text without complaint)."""
+    if kind in (Tok.NUMBER, Tok.NAME):
+        return True
+    if kind in _KEYWORD_KINDS:
+        # `0or`: CPython reads `0o` as an octal prefix
+        return kind not in _AFTER_NUMBER or (kind == Tok.KW_OR and number == "0")
+    return False
+
+
+def _glued_detail(text: str, start: int, end: int) -> Syntax:
+    """INVALID_DECIMAL where CPython says "leading zeros in decimal integer literals are not
+    permitted" (`007`, `0_7`, `01x`: zeros, then a well-formed run of decimal digits not
+    followed by `_ . e j`), else INVALID_NUMBER ("invalid ... literal")."""
+    if set(text[start:end]) <= set("0_"):
+        m = _LEADING_ZEROS.match(text, end)
+        if m and text[m.end() : m.end() + 1] not in tuple("_.eEjJ"):
+            return Syntax.INVALID_DECIMAL
+    return Syntax.INVALID_NUMBER
 
 
 _PLAIN = {
