@@ -91,7 +91,7 @@ ERRORS = [
         2,
         4,
     ),
-    ("while False:\n    pass\nelse:\n    pass\n", U, Unsupported.LOOP_ELSE, 1, 0),
+    ("while False:\n    pass\nelse:\n    pass\n", U, Unsupported.LOOP_ELSE, 3, 0),
     ("def f(a: str):\n    return 1\n", U, Unsupported.ANNOTATION, 1, 9),
     ("def f(a: None):\n    return 1\n", U, Unsupported.ANNOTATION, 1, 9),
     ("x: int = 1\n", U, Unsupported.ANNOTATED_ASSIGNMENT, 1, 0),
