@@ -423,7 +423,11 @@ def _lex_one(src, length, tables, limits: Limits):
     # ---- token-level errors (at their event byte): code * 64 + detail, 0 = none
     E_INVCH = Code.SYNTAX * 64 + Syntax.INVALID_CHARACTER
     err = jnp.zeros(N, i32)
+    # a printable ASCII byte outside the language (`$ ? \``) is CPython's "invalid syntax";
+    # a control character its "invalid non-printable character"
+    printable = (b >= ord("!")) & (b <= ord("~"))
     err = jnp.where(t_bad | t_bsl_bad, E_INVCH, err)
+    err = jnp.where(t_bad & printable, Code.SYNTAX * 64 + Syntax.INVALID, err)
     err = jnp.where(t_op & (op_kind == 0), op_err, err)
     dot_detail = jnp.where(
         im_last[last] >= idx,

@@ -313,7 +313,7 @@ def _op_tables():
         put(s, int(k), 0)
     for s, d in _UNSUPPORTED_OPS.items():
         put(s, 0, Code.UNSUPPORTED * 64 + d)
-    put("!", 0, Code.SYNTAX * 64 + Syntax.INVALID_CHARACTER)
+    put("!", 0, Code.SYNTAX * 64 + Syntax.INVALID)  # CPython: "invalid syntax"
     return kind1, kind2, kind3, err1, err2, err3
 
 

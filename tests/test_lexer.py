@@ -219,7 +219,8 @@ def test_source_too_long_is_an_error_not_a_truncation():
 
 def test_error_positions():
     cases = {
-        "x = 1\ny = $\n": (Code.SYNTAX, 2, 4, Syntax.INVALID_CHARACTER),
+        "x = 1\ny = $\n": (Code.SYNTAX, 2, 4, Syntax.INVALID),
+        "x = 1\ny = \x01\n": (Code.SYNTAX, 2, 4, Syntax.INVALID_CHARACTER),
         "x = 'a'\n": (Code.UNSUPPORTED, 1, 4, Unsupported.STRING),
         "if x:\n    a\n  b\n": (Code.INDENTATION, 3, 1, Syntax.UNINDENT_MISMATCH),
         "x = (1,\n": (Code.SYNTAX, 2, 0, Syntax.EOF_IN_MULTILINE),
@@ -299,7 +300,7 @@ def test_cli_matches_python_m_tokenize(tmp_path, capsys):
     bad = tmp_path / "bad.py"
     bad.write_text("x = 1\ny = $\n")
     assert lexer.main([str(bad)]) == 1
-    assert capsys.readouterr().err == f"{bad}:2:4: SyntaxError: invalid character\n"
+    assert capsys.readouterr().err == f"{bad}:2:4: SyntaxError: invalid syntax\n"
 
 
 # ---- each kernel against its sequential Python

@@ -266,7 +266,8 @@ def test_lexer_error_and_parser_error_first_in_source_order():
         # the parser's Unsupported before the lexer's
         ('x = 1, 2\ny = "s"\n', Code.UNSUPPORTED, Unsupported.TUPLE, 1),
         # a SyntaxError from the lexer wins over the parser's Unsupported
-        ("x = 1, 2\ny = 1 $ 2\n", Code.SYNTAX, Syntax.INVALID_CHARACTER, 2),
+        ("x = 1, 2\ny = 1 $ 2\n", Code.SYNTAX, Syntax.INVALID, 2),
+        ("x = 1, 2\ny = 1 \x01 2\n", Code.SYNTAX, Syntax.INVALID_CHARACTER, 2),
         ("if x:\n    y = 1\n  z = 2\n", Code.INDENTATION, Syntax.UNINDENT_MISMATCH, 3),
         # CPython prefers some tokenizer errors anywhere after its parser's SyntaxError ...
         ("x = 1 2\ny = 0b12\n", Code.SYNTAX, Syntax.INVALID_NUMBER, 2),

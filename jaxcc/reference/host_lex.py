@@ -148,6 +148,9 @@ def host_lex(source: str | bytes, limits: Limits = DEFAULT) -> tuple[Tokens, Err
                     # trailing blanks at EOF; \v and \x1c-\x1f are no whitespace to
                     # CPython's tokenizer ("invalid non-printable character")
                     continue
+                elif len(t.string) == 1 and "!" <= t.string <= "~" and t.string != "\\":
+                    # `$ ? ! \``: CPython's parser says just "invalid syntax" there
+                    fail(Code.SYNTAX, Syntax.INVALID, r0, c0)
                 else:
                     fail(Code.SYNTAX, Syntax.INVALID_CHARACTER, r0, c0)
                 break
