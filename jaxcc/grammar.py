@@ -157,8 +157,11 @@ atom: NUMBER -> int_const
     | KW_TRUE -> true_const
     | KW_FALSE -> false_const
     | KW_NONE -> none_const
-    | LPAR testlist RPAR
+    | LPAR test RPAR
+    | LPAR tuple RPAR
     | LPAR RPAR -> empty_tuple
+// no bare starred expression in parentheses: `(*a)` is CPython's SyntaxError
+// ("cannot use starred expression here"), not an unsupported feature
 """
 
 # --- semantic actions -----------------------------------------------------------------

@@ -178,6 +178,9 @@ ERRORS = [
     ("x: int = 1\n", Code.UNSUPPORTED, Unsupported.ANNOTATED_ASSIGNMENT, 1),
     ("f(a=1)\n", Code.UNSUPPORTED, Unsupported.KEYWORD_ARGUMENT, 1),
     ("f(*a)\n", Code.UNSUPPORTED, Unsupported.STAR_ARGUMENT, 1),
+    # CPython: "cannot use starred expression here" (a SyntaxError, not a missing feature)
+    ("g = (*a)\n", Code.SYNTAX, Syntax.INVALID, 1),
+    ("x = 1\ng = ( * 0) ** 0\n", Code.SYNTAX, Syntax.INVALID, 2),
     ("f(**a)\n", Code.UNSUPPORTED, Unsupported.STAR_ARGUMENT, 1),
     ("f(*a, b, c=1, *d, **e,)\n", Code.UNSUPPORTED, Unsupported.STAR_ARGUMENT, 1),
     ("x = 1\nreturn *x\n", Code.UNSUPPORTED, Unsupported.STAR_ARGUMENT, 2),
