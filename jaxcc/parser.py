@@ -404,6 +404,17 @@ def _finish(c: _Carry, tok: Tokens, lex: Error, flags, N: int) -> tuple[Ast, Err
     eline, ecol = _err_pos(tok, jnp.where(stuck, -1, _cpython_error_token(c, tok, flags)))
     at = jnp.clip(c.act_tok, 0, T - 1)
     aline, acol = tok.line[at], tok.col[at]
+    # bracket depth after each token: tokenize (and so the lexer) lets it go negative, and a
+    # later '(' may even balance it, but CPython's tokenizer stops at the first unmatched ')'
+    opens = (tok.kind == Tok.LPAR).astype(I32) - (tok.kind == Tok.RPAR).astype(I32)
+    opens = jnp.where(jnp.arange(T) < tok.n_tokens, opens, 0)
+    depth = jnp.cumsum(opens)
+    unmatched = jnp.min(depth) < 0
+    first_bad = jnp.argmax(depth < 0)
+    at_bad = (err_code == Code.SYNTAX) & unmatched & (c.err_tok == first_bad)
+    err_detail = jnp.where(at_bad, Syntax.UNMATCHED_PAREN, err_detail)
+    eline = jnp.where(at_bad, tok.line[first_bad], eline)
+    ecol = jnp.where(at_bad, tok.col[first_bad], ecol)
 
     # the error that comes first: SyntaxError/IndentationError before any other code, then
     # source order (the parser's errors always lie before a lexer error's position) ...
@@ -420,13 +431,9 @@ def _finish(c: _Carry, tok: Tokens, lex: Error, flags, N: int) -> tuple[Ast, Err
         (_error_class(c.act_code) == 0) & (c.act_code != 0)
     )
     p_line = jnp.where(syntaxy & (err_code != 0), eline, aline)
-    opens = (tok.kind == Tok.LPAR).astype(I32) - (tok.kind == Tok.RPAR).astype(I32)
-    opens = jnp.where(jnp.arange(T) < tok.n_tokens, opens, 0)
-    depth = jnp.cumsum(opens)
     final = depth[T - 1]
     innermost = jnp.max(jnp.where((tok.kind == Tok.LPAR) & (depth == final), jnp.arange(T), 0))
     unclosed_before = (final > 0) & (tok.line[innermost] < p_line)
-    unmatched = jnp.min(depth) < 0
     # (the errors CPython's tokenizer raises as exceptions; an invalid ASCII character,
     # a bad continuation or dedent are left to its parser, which reports the first error)
     lex_tokenizer = (lex.code == Code.SYNTAX) & (
@@ -438,7 +445,6 @@ def _finish(c: _Carry, tok: Tokens, lex: Error, flags, N: int) -> tuple[Ast, Err
     lex_first = psyntax & lex_tokenizer
     # tokenize says "EOF in multi-line statement" where CPython's tokenizer says "unmatched
     # ')'" (at that parenthesis) or "'(' was never closed" (at the innermost open one)
-    first_bad = jnp.argmax(depth < 0)
     eof_multi = (lex.code == Code.SYNTAX) & (lex.detail == Syntax.EOF_IN_MULTILINE)
     fix = eof_multi & (unmatched | (final > 0))
     at = jnp.where(unmatched, first_bad, innermost)

@@ -139,6 +139,8 @@ ERRORS = [
     ("x = (1 if x else\n)\n", Code.SYNTAX, Syntax.INVALID, 2),
     ("x = 1 2\n", Code.SYNTAX, Syntax.INVALID, 1),
     (")\n", Code.SYNTAX, Syntax.UNMATCHED_PAREN, 1),
+    # an unmatched ')' that a later '(' balances (tokenize sees no error at all)
+    ("x = (4 + 1))\ny = (1\n", Code.SYNTAX, Syntax.UNMATCHED_PAREN, 1),
     ("x = 1\nprint(x))\n", Code.SYNTAX, Syntax.UNMATCHED_PAREN, 2),
     ("x = -\n", Code.SYNTAX, Syntax.INVALID, 1),
     ("x = 1;;\n", Code.SYNTAX, Syntax.INVALID, 1),
@@ -279,6 +281,8 @@ def test_lexer_error_and_parser_error_first_in_source_order():
         ("x = (\n1 2\n", Code.SYNTAX, Syntax.UNEXPECTED_EOF, 1),  # opened before it
         # tokenize's "EOF in multi-line statement" made CPython's
         ("x = 1\ny = 2)\n", Code.SYNTAX, Syntax.UNMATCHED_PAREN, 2),
+        # an unmatched ')' before a later lexer error
+        ("x = 1)\nif x:\n    y\n  z\n", Code.SYNTAX, Syntax.UNMATCHED_PAREN, 1),
         ("x = ((1)\n\n", Code.SYNTAX, Syntax.UNEXPECTED_EOF, 1),
         # ... but not others, nor after an unexpected indent
         ("x = 1 2\ny = 1 $ 2\n", Code.SYNTAX, Syntax.INVALID, 1),
