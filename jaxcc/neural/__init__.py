@@ -1,0 +1,1 @@
+"""The neural compiler: a Flax NNX decoder that writes jaxcc bytecode (docs/neural.md)."""
