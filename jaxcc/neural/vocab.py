@@ -51,7 +51,9 @@ from typing import NamedTuple
 
 from jaxcc import isa
 
-PAD, BOS, EOS, DEF, BODY, END, LABEL, RET_INT, RET_BOOL, RET_NONE, TEMP, SMALL_0, SMALL_1 = range(13)
+PAD, BOS, EOS, DEF, BODY, END, LABEL, RET_INT, RET_BOOL, RET_NONE, TEMP, SMALL_0, SMALL_1 = range(
+    13
+)
 RET_OF_TYPE = {isa.T_INT: RET_INT, isa.T_BOOL: RET_BOOL, isa.T_NONE: RET_NONE}
 
 # Bounds of the neural path (a program over any of them is not compiled by the model;
@@ -123,3 +125,6 @@ class NeuralLimits(NamedTuple):
 
     max_src: int = 384  # source tokens after dropping COMMENT / NL / PAD
     max_out: int = 896  # output tokens (BOS not counted)
+
+
+NEURAL_DEFAULT = NeuralLimits()

@@ -1,0 +1,465 @@
+"""The decoding state machine: which token may come next, so every sample is well formed.
+
+``init(ctx)`` is the state before the first emitted token, ``allowed(state, ctx)`` the
+mask over the vocabulary (``Bool[VOCAB]``), ``step(state, tok, ctx)`` the state after
+``tok``. All three are pure functions of one sequence's arrays (vmap them for a batch);
+the sampler masks logits with ``allowed`` and the assembler (``assemble.py``) runs
+``step`` over a finished sequence to lay out the bytecode, so the two cannot disagree.
+
+What the mask guarantees for every sequence it lets through (a test samples thousands
+from an untrained model and runs them in the VM):
+
+* the grammar of ``vocab.py``; every function body ends with an unconditional transfer
+  (RETURN_VALUE or JUMP) and every label it references is defined in it;
+* operands in range: constants are literals of this source or 0/1, slots are bounded by
+  ``max_locals`` (one slot kept for the comparison temporary), calls name a declared
+  function, PRINT depths and POP_N counts are within the operand stack, jump targets are
+  labels of the same function;
+* the operand stack, on every instruction reachable from the function's entry, never
+  underflows, never exceeds ``vocab.MAX_DEPTH``, and has the same depth on every path
+  into a label (``lab_depth``). Code after an unconditional transfer is *dead* until a
+  label that a reachable jump references; dead code is unconstrained (it never runs)
+  but a reachable jump may not target a label defined in dead code;
+* the sequence ends (EOS) within ``max_out`` tokens and ``max_code`` instructions: when
+  the remaining budget only just covers the shortest way to finish (``_closing_cost``),
+  the mask allows only the tokens of that way (return from the current function,
+  define its pending labels, end the remaining functions with ``return 0``).
+
+The plain-Python meaning of one step, for a body token::
+
+    if tok is OP_o:  check o's pops against depth; depth = depth - pops + pushes
+    if tok is LABEL LAB_j: if j was referenced, the depth must equal the recorded one
+    if tok is JUMP-like arg LAB_j: record (or check) the depth at the target
+    if tok ends the function: no pending labels, and the current point is dead
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax.numpy as jnp
+import numpy as np
+
+from jaxcc import isa
+from jaxcc.isa import ArgKind, Op
+from jaxcc.neural import vocab as V
+
+MAX_FUNCS = 16  # functions per program on the neural path (the module body included)
+MAX_DECLS = MAX_FUNCS - 1
+
+# phases
+DECLS, DECL_NAME, DECL_PARAMS, BODY, ARG, LABEL_ARG, FINAL, DONE = range(8)
+# label states
+L_UNUSED, L_PENDING, L_DEFINED = 0, 1, 2
+# margins of the closing rule (tokens, instructions): one instruction (op and argument,
+# 2 tokens) raises the closing cost by at most 7 tokens (a jump to a new label: +5; the
+# stack emptied, so returning needs a LOAD_CONST first: +2) and 3 instructions
+_TOK_MARGIN, _INS_MARGIN = 12, 6
+
+_TAB = isa.decode_tables()
+_ARG_KIND = np.append(_TAB["arg_kind"], 0).astype(np.int32)  # index N_OPS: "no op"
+_POPS = np.append(_TAB["pops"], 0).astype(np.int32)
+_PUSHES = np.append(_TAB["pushes"], 0).astype(np.int32)
+_IS_JUMP = np.append(_TAB["jumps"], False)
+_OPS = np.arange(isa.N_OPS)
+# depth at a jump's target relative to the depth before the instruction
+_TARGET_DELTA = np.zeros(isa.N_OPS + 1, np.int32)
+_TARGET_DELTA[[Op.JUMP_IF_FALSE, Op.JUMP_IF_TRUE]] = -1
+_TARGET_DELTA[Op.FOR_RANGE] = -3
+# fall-through depth change (JUMP and RETURN_VALUE make the point dead instead)
+_FALL_DELTA = _PUSHES - _POPS
+_FALL_DELTA[[Op.JUMP_IF_FALSE_OR_POP, Op.JUMP_IF_TRUE_OR_POP]] = -1
+_FALL_DELTA[Op.FOR_RANGE] = 1
+_FALL_DELTA[[Op.PRINT_INT, Op.PRINT_BOOL]] = 0
+_ENDS = np.zeros(isa.N_OPS + 1, bool)
+_ENDS[[Op.JUMP, Op.RETURN_VALUE]] = True
+_NEEDS = _POPS.copy()  # operands an op needs before it runs (CALL, POP_N: see the arg)
+_NEEDS[[Op.PRINT_INT, Op.PRINT_BOOL]] = 1
+_NEEDS[[Op.CALL, Op.POP_N]] = 0
+_PUSH_MAX = np.maximum(_FALL_DELTA, 0)  # how far above the current depth an op can go
+_ALLOWED_OPS = np.ones(isa.N_OPS, bool)
+_ALLOWED_OPS[Op.NOP] = False  # never emitted by the compiler; nothing to learn from it
+
+
+class Context(NamedTuple):
+    """What the mask needs to know of the source and the limits (one sequence)."""
+
+    n_lits: object  # Int32[]  NUMBER tokens of the source (LIT_i valid for i < n_lits)
+    n_lines: object  # Int32[]  last source line (LN_l valid for 1 <= l <= n_lines)
+    max_out: object  # Int32[]  output tokens allowed (EOS included)
+    max_code: object  # Int32[]  instructions allowed
+    max_locals: object  # Int32[]  slots per function
+    max_funcs: object  # Int32[]  functions (module body included), <= MAX_FUNCS
+
+
+class State(NamedTuple):
+    """One sequence's decoding state (scalars Int32[] unless shown)."""
+
+    phase: object
+    pos: object  # tokens emitted so far
+    n_decl: object
+    decl_name: object  # Int32[MAX_DECLS] name id of each declared function (-1 unused)
+    decl_np: object  # Int32[MAX_DECLS]
+    decl_ret: object  # Int32[MAX_DECLS] isa.T_*
+    decl_params: object  # Int32[MAX_DECLS, MAX_PARAMS] parameter name ids (-1 unused)
+    fn: object  # body being emitted (0 = module)
+    entry: object  # first instruction of the current body
+    n_instr: object  # instructions emitted so far (all functions)
+    cur_op: object  # the op waiting for its argument (N_OPS when none)
+    depth: object  # operand-stack depth at this point (nominal when dead)
+    dead: object  # Bool[]: the point is unreachable
+    max_depth: object  # max depth over reachable instructions of the current body
+    lab_state: object  # Int32[N_LABELS] L_UNUSED / L_PENDING / L_DEFINED
+    lab_depth: object  # Int32[N_LABELS] depth at the label (-1: only dead code knows it)
+    n_lab: object  # labels used in this body (the next new one)
+    slot_of: object  # Int32[N_VARS] slot of each name in this body (-1: none yet)
+    n_slots: object  # parameters + named locals of this body
+    uses_temp: object  # Bool[]
+    line: object  # line of the next instruction (0 before the first LN)
+
+
+def context(n_lits, n_lines, max_out, max_code, max_locals, max_funcs) -> Context:
+    i = lambda x: jnp.asarray(x, jnp.int32)  # noqa: E731
+    return Context(i(n_lits), i(n_lines), i(max_out), i(max_code), i(max_locals),
+                   jnp.minimum(i(max_funcs), MAX_FUNCS))  # fmt: skip
+
+
+def init() -> State:
+    z = jnp.int32(0)
+    return State(
+        phase=jnp.int32(DECLS), pos=z, n_decl=z,
+        decl_name=jnp.full(MAX_DECLS, -1, jnp.int32), decl_np=jnp.zeros(MAX_DECLS, jnp.int32),
+        decl_ret=jnp.zeros(MAX_DECLS, jnp.int32),
+        decl_params=jnp.full((MAX_DECLS, V.MAX_PARAMS), -1, jnp.int32),
+        fn=z, entry=z, n_instr=z, cur_op=jnp.int32(isa.N_OPS), depth=z, dead=jnp.bool_(False),
+        max_depth=z, lab_state=jnp.zeros(V.N_LABELS, jnp.int32),
+        lab_depth=jnp.full(V.N_LABELS, -1, jnp.int32), n_lab=z,
+        slot_of=jnp.full(V.N_VARS, -1, jnp.int32), n_slots=z, uses_temp=jnp.bool_(False),
+        line=z,
+    )  # fmt: skip
+
+
+def _closing_cost(s: State):
+    """(tokens, instructions) of the shortest way to finish from a BODY-phase point."""
+    pending = jnp.sum(s.lab_state == L_PENDING)
+    here_t = jnp.where(s.dead, 0, jnp.where(s.depth >= 1, 1, 3))
+    here_i = jnp.where(s.dead, 0, jnp.where(s.depth >= 1, 1, 2))
+    rest = s.n_decl - s.fn  # bodies after this one
+    toks = here_t + 5 * pending + 1 + 4 * rest + 1
+    ins = here_i + 2 * pending + 2 * rest
+    return toks, ins
+
+
+def _decl_cost(s: State):
+    finish = jnp.where(s.phase == DECL_NAME, 2, jnp.where(s.phase == DECL_PARAMS, 1, 0))
+    return finish + 1 + 4 * (s.n_decl + 1) + 1, 2 * (s.n_decl + 1)
+
+
+def _must_close(s: State, c: Context):
+    in_decls = s.phase <= DECL_PARAMS
+    bt, bi = _closing_cost(s)
+    dt, di = _decl_cost(s)
+    toks = jnp.where(in_decls, dt, bt)
+    ins = jnp.where(in_decls, di, bi)
+    return (c.max_out - s.pos < toks + _TOK_MARGIN) | (c.max_code - s.n_instr < ins + _INS_MARGIN)
+
+
+def _label_ok(s: State, target_depth):
+    """Bool[N_LABELS]: labels a jump with this target depth may name."""
+    td = jnp.asarray(target_depth)[..., None]
+    shape = (*td.shape[:-1], V.N_LABELS)
+    b = lambda x: jnp.broadcast_to(x, shape)  # noqa: E731
+    td = b(td)
+    j = b(jnp.arange(V.N_LABELS))
+    new = (j == s.n_lab) & (s.n_lab < V.N_LABELS)
+    used = b(s.lab_state != L_UNUSED)
+    lab_depth = b(s.lab_depth)
+    match = (lab_depth == td) | ((lab_depth < 0) & b(s.lab_state == L_PENDING))
+    reach_ok = new | (used & match)
+    dead_ok = new | used
+    return jnp.where(s.dead, dead_ok, reach_ok)
+
+
+def _definable(s: State, close):
+    """Bool[N_LABELS]: labels a LABEL here may define (a pending one whose depth fits,
+    or the next new one; only pending ones while closing)."""
+    j = jnp.arange(V.N_LABELS)
+    pend = s.lab_state == L_PENDING
+    fits = jnp.where(s.dead, True, (s.lab_depth < 0) | (s.lab_depth == s.depth))
+    ok = pend & fits
+    new = (j == s.n_lab) & (s.n_lab < V.N_LABELS) & ~(close & jnp.any(ok))
+    return ok | new
+
+
+def _call_ok(s: State):
+    """Bool[MAX_DECLS]: declared functions a CALL here may name."""
+    f = jnp.arange(MAX_DECLS)
+    declared = f < s.n_decl
+    fits = (s.decl_np <= s.depth) & (s.depth - s.decl_np + 1 <= V.MAX_DEPTH)
+    return declared & (fits | s.dead)
+
+
+def _user_var(s: State):
+    return jnp.arange(V.N_VARS) >= 7  # reserved names (print, abs, ...) are never variables
+
+
+def _standard(f):
+    """Standard dtype promotion inside (bool counts add to int32 here on purpose)."""
+    import functools
+
+    import jax
+
+    @functools.wraps(f)
+    def g(*a, **kw):
+        with jax.numpy_dtype_promotion("standard"):
+            return f(*a, **kw)
+
+    return g
+
+
+@_standard
+def allowed(s: State, c: Context):
+    """Bool[VOCAB]: the tokens that may follow state ``s``."""
+    close = _must_close(s, c)
+    k = jnp.arange(V.N_VARS)
+    user = _user_var(s)
+
+    def put(mask, base, row):
+        return mask.at[base : base + row.shape[0]].set(row)
+
+    # --- declarations
+    declared = jnp.any(
+        (s.decl_name[None, :] == k[:, None]) & (jnp.arange(MAX_DECLS) < s.n_decl)[None, :], axis=1
+    )
+    can_def = (s.n_decl < c.max_funcs - 1) & ~close
+    decls = jnp.zeros(V.VOCAB, bool).at[V.DEF].set(can_def).at[V.BODY].set(True)
+    name = put(jnp.zeros(V.VOCAB, bool), V.VAR_BASE, user & ~declared)
+    cur = jnp.maximum(s.n_decl - 1, 0)
+    params = s.decl_params[cur]
+    is_param = jnp.any(params[None, :] == k[:, None], axis=1)
+    more = (s.decl_np[cur] < V.MAX_PARAMS) & ~close
+    pmask = put(jnp.zeros(V.VOCAB, bool), V.VAR_BASE, user & ~is_param & more)
+    pmask = pmask.at[V.RET_NONE].set(True).at[V.RET_INT].set(~close).at[V.RET_BOOL].set(~close)
+
+    # --- body: ops
+    d = s.depth
+    ops = jnp.arange(isa.N_OPS)
+    needs = jnp.asarray(_NEEDS[:-1])
+    up = jnp.asarray(_PUSH_MAX[:-1])
+    kind = jnp.asarray(_ARG_KIND[:-1])
+    reach_ok = (d >= needs) & (d + up <= V.MAX_DEPTH)
+    # an op whose argument would have no allowed token is not allowed either
+    tdelta = jnp.asarray(_TARGET_DELTA[:-1])
+    lab_any = jnp.any(_label_ok(s, d + tdelta), axis=1)  # per op
+    arg_ok = jnp.where(kind == ArgKind.TARGET, lab_any, True)
+    arg_ok &= jnp.where(kind == ArgKind.FUNC, jnp.any(_call_ok(s)), True)
+    arg_ok &= jnp.where(kind == ArgKind.DEPTH, s.dead | (d >= 1), True)
+    op_ok = jnp.asarray(_ALLOWED_OPS) & arg_ok & (s.dead | reach_ok)
+    op_ok &= s.n_instr < c.max_code
+    forced_op = jnp.where(d >= 1, Op.RETURN_VALUE, Op.LOAD_CONST)
+    op_ok = jnp.where(close, (ops == forced_op) & ~s.dead, op_ok)
+    pending = jnp.any(s.lab_state == L_PENDING)
+    body = put(jnp.zeros(V.VOCAB, bool), V.OP_BASE, op_ok)
+    can_label = jnp.any(_definable(s, close))
+    body = body.at[V.LABEL].set(jnp.where(close, s.dead & pending, can_label))
+    body = body.at[V.END].set(s.dead & ~pending)
+    lines = (jnp.arange(V.N_LINES) + 1 <= c.n_lines) & ~close
+    body = put(body, V.LN_BASE, lines)
+
+    # --- body: the argument of cur_op
+    ak = jnp.asarray(_ARG_KIND)[s.cur_op]
+    arg = jnp.zeros(V.VOCAB, bool)
+    # CONST
+    lits = (jnp.arange(V.N_LITS) < c.n_lits) & ~close
+    carg = put(arg, V.LIT_BASE, lits).at[V.SMALL_0].set(True).at[V.SMALL_1].set(~close)
+    # SLOT: a name already given a slot here, or a new one while slots remain (one is
+    # kept for the temporary), or the temporary
+    new_ok = s.n_slots < c.max_locals - 1
+    sarg = put(arg, V.VAR_BASE, user & ((s.slot_of >= 0) | new_ok)).at[V.TEMP].set(True)
+    # TARGET
+    targ = put(arg, V.LAB_BASE, _label_ok(s, d + jnp.asarray(_TARGET_DELTA)[s.cur_op]))
+    # FUNC: the callee by name
+    callee = jnp.any((s.decl_name[None, :] == k[:, None]) & _call_ok(s)[None, :], axis=1)
+    farg = put(arg, V.VAR_BASE, callee)
+    # DEPTH (PRINT): 1..depth; COUNT (POP_N): 0..depth; anything small in dead code
+    n = jnp.arange(V.N_NUMS)
+    top = jnp.where(s.dead, V.N_NUMS - 1, d)
+    darg = put(arg, V.NUM_BASE, (n >= 1) & (n <= top))
+    narg = put(arg, V.NUM_BASE, n <= top)
+    argm = jnp.select(
+        [ak == ArgKind.CONST, ak == ArgKind.SLOT, ak == ArgKind.TARGET, ak == ArgKind.FUNC,
+         ak == ArgKind.DEPTH],
+        [carg, sarg, targ, farg, darg], narg,
+    )  # fmt: skip
+
+    # --- after LABEL: a pending label, or the next new one
+    # (while closing, a fitting pending label if there is one; the closing margin covers
+    # the one token the argument takes)
+    larg = put(arg, V.LAB_BASE, _definable(s, close))
+
+    final = arg.at[V.EOS].set(True)
+    done = arg.at[V.PAD].set(True)
+    return jnp.select(
+        [s.phase == DECLS, s.phase == DECL_NAME, s.phase == DECL_PARAMS, s.phase == BODY,
+         s.phase == ARG, s.phase == LABEL_ARG, s.phase == FINAL],
+        [jnp.where(close, jnp.zeros(V.VOCAB, bool).at[V.BODY].set(True), decls), name, pmask,
+         body, argm, larg, final], done,
+    )  # fmt: skip
+
+
+def _start_body(s: State, fn) -> State:
+    """Reset the per-body state for body ``fn`` (its parameters take slots 0..np-1)."""
+    f = jnp.clip(fn - 1, 0, MAX_DECLS - 1)
+    params = jnp.where(fn > 0, s.decl_params[f], -1)
+    k = jnp.arange(V.N_VARS)
+    hit = params[None, :] == k[:, None]  # [N_VARS, MAX_PARAMS]
+    slot_of = jnp.where(jnp.any(hit, axis=1), jnp.argmax(hit, axis=1), -1).astype(jnp.int32)
+    return s._replace(
+        fn=fn, entry=s.n_instr, depth=jnp.int32(0), dead=jnp.bool_(False),
+        max_depth=jnp.int32(0), lab_state=jnp.zeros(V.N_LABELS, jnp.int32),
+        lab_depth=jnp.full(V.N_LABELS, -1, jnp.int32), n_lab=jnp.int32(0), slot_of=slot_of,
+        n_slots=jnp.where(fn > 0, s.decl_np[f], 0).astype(jnp.int32),
+        uses_temp=jnp.bool_(False), line=jnp.int32(0),
+    )  # fmt: skip
+
+
+class Emitted(NamedTuple):
+    """What one token contributes to the bytecode (read by the assembler)."""
+
+    ins: object  # Int32[]  index of the instruction this token completes (-1: none)
+    op: object  # Int32[]
+    arg: object  # Int32[]  resolved argument (labels and TEMP resolved by the assembler)
+    arg_label: object  # Int32[]  label j of a TARGET argument (-1 otherwise)
+    arg_temp: object  # Bool[]  the argument is the temporary's slot
+    line: object  # Int32[]
+    fn: object  # Int32[]  body the token belongs to
+    label_def: object  # Int32[]  j when this token defines label j (-1 otherwise)
+    label_at: object  # Int32[]  the instruction index label_def names
+    fn_end: object  # Bool[]  this token is the END of body fn
+
+
+@_standard
+def step(s: State, tok, c: Context, lits=None):
+    """The state after ``tok`` and what it emits. ``lits``: Int32[N_LITS] literal values
+    (only the assembler needs them; None gives 0 for every LIT_i)."""
+    tok = jnp.asarray(tok, jnp.int32)
+    ph = s.phase
+    is_op = (tok >= V.OP_BASE) & (tok < V.OP_BASE + isa.N_OPS)
+    op = jnp.where(is_op, tok - V.OP_BASE, isa.N_OPS)
+    var = tok - V.VAR_BASE
+    is_var = (var >= 0) & (var < V.N_VARS)
+    varc = jnp.clip(var, 0, V.N_VARS - 1)
+    labj = jnp.clip(tok - V.LAB_BASE, 0, V.N_LABELS - 1)
+    num = tok - V.NUM_BASE
+    d = s.depth
+    no = jnp.int32(-1)
+    em = Emitted(no, jnp.int32(0), jnp.int32(0), no, jnp.bool_(False), s.line, s.fn, no,
+                 jnp.int32(0), jnp.bool_(False))  # fmt: skip
+
+    # declarations
+    f = jnp.clip(s.n_decl, 0, MAX_DECLS - 1)
+    cur = jnp.clip(s.n_decl - 1, 0, MAX_DECLS - 1)
+    s_decl = s._replace(phase=jnp.where(tok == V.DEF, DECL_NAME, jnp.where(tok == V.BODY, BODY, ph)),
+                        n_decl=s.n_decl + (tok == V.DEF))  # fmt: skip
+    s_decl = jnp_tree_where(tok == V.BODY, _start_body(s_decl, jnp.int32(0)), s_decl)
+    s_name = s._replace(phase=jnp.int32(DECL_PARAMS), decl_name=s.decl_name.at[cur].set(varc))
+    del f
+    ret_t = jnp.select([tok == V.RET_INT, tok == V.RET_BOOL], [isa.T_INT, isa.T_BOOL], isa.T_NONE)
+    npar = s.decl_np[cur]
+    s_par = s._replace(
+        decl_params=s.decl_params.at[cur, jnp.clip(npar, 0, V.MAX_PARAMS - 1)].set(
+            jnp.where(is_var, varc, s.decl_params[cur, jnp.clip(npar, 0, V.MAX_PARAMS - 1)])),
+        decl_np=s.decl_np.at[cur].add(is_var.astype(jnp.int32)),
+        decl_ret=s.decl_ret.at[cur].set(jnp.where(is_var, s.decl_ret[cur], ret_t)),
+        phase=jnp.where(is_var, DECL_PARAMS, DECLS).astype(jnp.int32),
+    )  # fmt: skip
+
+    # body tokens
+    has_arg = jnp.asarray(_ARG_KIND)[op] != ArgKind.NONE
+    is_ln = (tok >= V.LN_BASE) & (tok < V.LN_BASE + V.N_LINES)
+    # an op without an argument is complete now; one with an argument waits for it
+    s_body = s._replace(
+        phase=jnp.where(is_op & has_arg, ARG, jnp.where(tok == V.LABEL, LABEL_ARG, BODY)).astype(jnp.int32),
+        cur_op=op, line=jnp.where(is_ln, tok - V.LN_BASE + 1, s.line),
+    )  # fmt: skip
+    done_fn = tok == V.END
+    nxt = s.fn + 1
+    s_end = jnp_tree_where(nxt > s.n_decl, s._replace(phase=jnp.int32(FINAL)), _start_body(s, nxt))
+    em_end = em._replace(fn_end=jnp.bool_(True))
+
+    # completing an instruction: op (no arg) or arg token
+    in_arg = ph == ARG
+    cop = jnp.where(in_arg, s.cur_op, op)
+    complete = (ph == BODY) & is_op & ~has_arg | in_arg
+    ak = jnp.asarray(_ARG_KIND)[cop]
+    # argument value
+    lit_i = jnp.clip(tok - V.LIT_BASE, 0, V.N_LITS - 1)
+    lit_val = jnp.int32(0) if lits is None else jnp.asarray(lits, jnp.int32)[lit_i]
+    const = jnp.where(tok == V.SMALL_1, 1, jnp.where(tok == V.SMALL_0, 0, lit_val))
+    new_slot = is_var & (s.slot_of[varc] < 0) & (ak == ArgKind.SLOT)
+    slot = jnp.where(new_slot, s.n_slots, s.slot_of[varc])
+    slot_of = jnp.where(new_slot, s.slot_of.at[varc].set(s.n_slots), s.slot_of)
+    callee = jnp.argmax(s.decl_name == varc) + 1
+    np_callee = s.decl_np[jnp.clip(callee - 1, 0, MAX_DECLS - 1)]
+    argval = jnp.select(
+        [ak == ArgKind.CONST, ak == ArgKind.SLOT, ak == ArgKind.FUNC,
+         (ak == ArgKind.DEPTH) | (ak == ArgKind.COUNT)],
+        [const, slot, callee, num], 0,
+    ).astype(jnp.int32)  # fmt: skip
+    pops = jnp.where(cop == Op.CALL, np_callee, jnp.where(cop == Op.POP_N, num, 0))
+    delta = jnp.asarray(_FALL_DELTA)[cop] - pops
+    new_d = jnp.where(s.dead, jnp.maximum(d - jnp.asarray(_POPS)[cop] - pops, 0)
+                      + jnp.asarray(_PUSHES)[cop], d + delta)  # fmt: skip
+    new_d = jnp.clip(new_d, 0, V.MAX_DEPTH).astype(jnp.int32)
+    # jumps: the label's depth
+    is_t = ak == ArgKind.TARGET
+    tdepth = d + jnp.asarray(_TARGET_DELTA)[cop]
+    was = s.lab_state[labj]
+    lab_state = jnp.where(
+        is_t & (was == L_UNUSED), s.lab_state.at[labj].set(L_PENDING), s.lab_state
+    )
+    rec = is_t & ~s.dead & (s.lab_depth[labj] < 0)
+    lab_depth = jnp.where(rec, s.lab_depth.at[labj].set(tdepth), s.lab_depth)
+    n_lab = jnp.where(is_t & (labj == s.n_lab), s.n_lab + 1, s.n_lab)
+    ends = jnp.asarray(_ENDS)[cop]
+    s_ins = s._replace(
+        phase=jnp.int32(BODY), cur_op=jnp.int32(isa.N_OPS), n_instr=s.n_instr + 1,
+        depth=new_d, dead=s.dead | ends,
+        max_depth=jnp.where(s.dead, s.max_depth, jnp.maximum(s.max_depth, jnp.maximum(new_d, d))),
+        lab_state=lab_state, lab_depth=lab_depth, n_lab=n_lab, slot_of=slot_of,
+        n_slots=s.n_slots + new_slot.astype(jnp.int32),
+        uses_temp=s.uses_temp | ((ak == ArgKind.SLOT) & (tok == V.TEMP)),
+    )  # fmt: skip
+    em_ins = em._replace(ins=s.n_instr, op=cop, arg=argval,
+                         arg_label=jnp.where(is_t, labj, -1).astype(jnp.int32),
+                         arg_temp=(ak == ArgKind.SLOT) & (tok == V.TEMP))  # fmt: skip
+
+    # a label definition
+    known = s.lab_depth[labj] >= 0
+    s_lab = s._replace(
+        phase=jnp.int32(BODY), lab_state=s.lab_state.at[labj].set(L_DEFINED),
+        lab_depth=s.lab_depth.at[labj].set(jnp.where(s.dead, s.lab_depth[labj], d)),
+        n_lab=jnp.where(labj == s.n_lab, s.n_lab + 1, s.n_lab),
+        dead=s.dead & ~known, depth=jnp.where(s.dead & known, s.lab_depth[labj], d),
+    )  # fmt: skip
+    em_lab = em._replace(label_def=labj, label_at=s.n_instr)
+
+    body_ins = (ph == BODY) & is_op & ~has_arg
+    new = jnp_tree_where(ph == DECLS, s_decl, s)
+    new = jnp_tree_where(ph == DECL_NAME, s_name, new)
+    new = jnp_tree_where(ph == DECL_PARAMS, s_par, new)
+    new = jnp_tree_where((ph == BODY) & ~body_ins, s_body, new)
+    new = jnp_tree_where((ph == BODY) & done_fn, s_end, new)
+    new = jnp_tree_where(complete, s_ins, new)
+    new = jnp_tree_where(ph == LABEL_ARG, s_lab, new)
+    new = jnp_tree_where(ph == FINAL, s._replace(phase=jnp.int32(DONE)), new)
+    new = new._replace(pos=s.pos + (ph != DONE))
+    out = jnp_tree_where(complete, em_ins, em)
+    out = jnp_tree_where((ph == BODY) & done_fn, em_end, out)
+    out = jnp_tree_where(ph == LABEL_ARG, em_lab, out)
+    return new, out
+
+
+def jnp_tree_where(c, a, b):
+    """Select between two pytrees of the same structure, leaf by leaf."""
+    return type(a)(*(jnp.where(c, x, y) for x, y in zip(a, b, strict=True)))

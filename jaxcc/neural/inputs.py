@@ -1,0 +1,101 @@
+"""What the model reads of a program: its lexer tokens, compacted and described.
+
+``source_features(tokens, nlimits)`` drops COMMENT, NL and PAD tokens (they carry no
+meaning the compiler uses) and describes each remaining token by its kind, its interned
+name id (NAME), its literal slot and a bucket of its value (NUMBER) and its line. The
+model copies names and literals by these ids (``vocab.py``), so it never spells digits.
+
+A program outside the neural path's bounds (too many tokens, names, literals or lines)
+gets a nonzero ``error`` (``Bound``); the caller compiles it another way.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import NamedTuple
+
+import jax.numpy as jnp
+
+from jaxcc.neural import vocab as V
+from jaxcc.tokens import Tok
+
+N_BUCKETS = 67  # value buckets: 0..63 exact, 64: >= 64, 65: negative, 66: not a number
+
+
+class Bound(enum.IntEnum):
+    """Why a program is outside the neural path (0: inside)."""
+
+    OK = 0
+    TOKENS = 1  # more than max_src tokens (COMMENT and NL not counted)
+    NAMES = 2  # a name id >= N_VARS
+    LITERALS = 3  # more than N_LITS number literals
+    LINES = 4  # a line > N_LINES
+    FUNCS = 5  # more functions than the neural path holds
+    OUTPUT = 6  # the sample did not finish (set by the sampler, never by the mask)
+
+
+class Src(NamedTuple):
+    """Model input for a batch (leading axis B; none for one program). S = max_src."""
+
+    kind: object  # Int32[Array, "B S"]  Tok (PAD beyond n)
+    name: object  # Int32[Array, "B S"]  name id of NAME tokens, else 0
+    lit: object  # Int32[Array, "B S"]  literal slot of NUMBER tokens, else 0
+    bucket: object  # Int32[Array, "B S"]  value bucket (66 for non-numbers)
+    line: object  # Int32[Array, "B S"]  line, clipped to [0, N_LINES]
+    n: object  # Int32[Array, "B"]  tokens kept
+    lits: object  # Int32[Array, "B N_LITS"]  literal values (0 beyond n_lits)
+    n_lits: object  # Int32[Array, "B"]
+    n_lines: object  # Int32[Array, "B"]  the last token's line
+    error: object  # Int32[Array, "B"]  Bound
+
+
+def _one(kind, value, line, n_tokens, max_src: int):
+    t = kind.shape[0]
+    idx = jnp.arange(t)
+    keep = (idx < n_tokens) & (kind != Tok.COMMENT) & (kind != Tok.NL) & (kind != Tok.PAD)
+    pos = jnp.cumsum(keep) - 1
+    n = jnp.sum(keep).astype(jnp.int32)
+    dst = jnp.where(keep & (pos < max_src), pos, max_src)  # dropped beyond the end
+
+    def compact(x, fill):
+        return jnp.full(max_src, fill, jnp.int32).at[dst].set(x.astype(jnp.int32), mode="drop")
+
+    is_num = keep & (kind == Tok.NUMBER)
+    is_name = keep & (kind == Tok.NAME)
+    lit_idx = jnp.cumsum(is_num) - 1
+    n_lits = jnp.sum(is_num).astype(jnp.int32)
+    bucket = jnp.where(value < 0, 65, jnp.minimum(value, 64))
+    k = compact(jnp.where(keep, kind, Tok.PAD), Tok.PAD)
+    src_line = jnp.where(keep, line, 0)
+    lits = (
+        jnp.zeros(V.N_LITS, jnp.int32)
+        .at[jnp.where(is_num, lit_idx, V.N_LITS)]
+        .set(value.astype(jnp.int32), mode="drop")
+    )
+    err = jnp.select(
+        [n > max_src, jnp.any(is_name & (value >= V.N_VARS)), n_lits > V.N_LITS,
+         jnp.any(src_line > V.N_LINES)],
+        [Bound.TOKENS, Bound.NAMES, Bound.LITERALS, Bound.LINES], Bound.OK,
+    ).astype(jnp.int32)  # fmt: skip
+    return Src(
+        kind=k,
+        name=compact(jnp.where(is_name, jnp.clip(value, 0, V.N_VARS - 1), 0), 0),
+        lit=compact(jnp.where(is_num, jnp.clip(lit_idx, 0, V.N_LITS - 1), 0), 0),
+        bucket=compact(jnp.where(is_num, bucket, N_BUCKETS - 1), N_BUCKETS - 1),
+        line=compact(jnp.clip(src_line, 0, V.N_LINES), 0),
+        n=jnp.minimum(n, max_src),
+        lits=lits,
+        n_lits=jnp.minimum(n_lits, V.N_LITS),
+        n_lines=jnp.clip(jnp.max(src_line), 0, V.N_LINES).astype(jnp.int32),
+        error=err,
+    )
+
+
+def source_features(tokens, nlimits: V.NeuralLimits = V.NEURAL_DEFAULT) -> Src:
+    """Src from ``jaxcc.tokens.Tokens`` (batched or one program)."""
+    import jax
+
+    f = lambda k, v, ln, n: _one(k, v, ln, n, nlimits.max_src)  # noqa: E731
+    if jnp.ndim(tokens.kind) == 1:
+        return f(tokens.kind, tokens.value, tokens.line, tokens.n_tokens)
+    return jax.vmap(f)(tokens.kind, tokens.value, tokens.line, tokens.n_tokens)

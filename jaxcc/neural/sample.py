@@ -1,0 +1,139 @@
+"""Sampling k candidate programs per source on the device, and ``compile``.
+
+``sample(graphdef, params, src, key, ...)`` decodes k sequences per program in one jitted
+``lax.while_loop`` over output positions: the source is prefilled once per program and
+its keys/values are shared by the program's k samples; every step masks the logits with
+the decoding state machine (``grammar.allowed``), so every finished sample is
+well-formed bytecode. Sample 0 of each program is greedy when ``greedy_first`` (the
+model's single best guess, pass@1), the others are drawn with temperature and top-p
+(nucleus) sampling; ``temperature == 0`` makes all of them greedy.
+
+Randomness is per (program, sample, position): ``fold_in(fold_in(fold_in(key, b), j), t)``,
+so a program's candidates depend on the key and its index in the batch only, never on the
+other programs of the batch.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+from flax import nnx
+from jax import lax
+
+from jaxcc.limits import Limits
+from jaxcc.neural import grammar as G
+from jaxcc.neural import vocab as V
+from jaxcc.neural.assemble import assemble, context
+from jaxcc.neural.inputs import Bound, Src, source_features
+from jaxcc.neural.model import Cache, Config, graphdef
+
+
+class Samples(NamedTuple):
+    tokens: object  # Int32[Array, "B k L"]  emitted tokens (no BOS; EOS then PAD)
+    logp: object  # Float32[Array, "B k"]  log-probability under the masked distribution
+    done: object  # Bool[Array, "B k"]  reached EOS within max_out tokens
+
+
+class Candidates(NamedTuple):
+    """What ``compile`` returns: k candidate programs per source, and why not."""
+
+    program: object  # isa.Program with fields shaped [B, k, I] / [B, k, F] / [B, k]
+    ok: object  # Bool[Array, "B k"]  complete, grammatical and inside the neural bounds
+    bound: object  # Int32[Array, "B"]  inputs.Bound (OK when the source fits the model)
+    samples: Samples
+
+
+def _nucleus(logits, top_p):
+    """Logits with the tokens outside the smallest set of probability >= top_p removed."""
+    p = jax.nn.softmax(logits, axis=-1)
+    sp = jnp.sort(p, axis=-1)[..., ::-1]
+    cum = jnp.cumsum(sp, axis=-1)
+    keep = (cum - sp) < top_p[..., None]  # a token is kept if the mass before it < top_p
+    thresh = jnp.min(jnp.where(keep, sp, 2.0), axis=-1, keepdims=True)
+    return jnp.where(p >= thresh, logits, -jnp.inf)
+
+
+@functools.partial(
+    jax.jit, static_argnames=("graphdef", "k", "limits", "greedy_first", "max_steps")
+)
+def sample(graphdef, params, src: Src, key, k: int, limits: Limits, temperature=1.0,
+           top_p=0.95, greedy_first: bool = True, max_steps: int | None = None) -> Samples:  # fmt: skip
+    """k samples per program of src (batched). temperature, top_p: Float32 scalars."""
+    model = nnx.merge(graphdef, params)
+    cfg = model.cfg
+    b = src.n.shape[0]
+    L = cfg.max_out if max_steps is None else min(max_steps, cfg.max_out)
+    table = model.table()
+    src_k, src_v, valid = model.prefill(src)
+    dt = src_k.dtype
+    shape = (cfg.n_layers, b, k, cfg.max_out, cfg.n_heads, cfg.d_model // cfg.n_heads)
+    cache = Cache(src_k, src_v, valid, jnp.zeros(shape, dt), jnp.zeros(shape, dt))
+    ctx = context(src, limits, cfg.nlimits)
+    ctx = jax.tree.map(lambda x: jnp.broadcast_to(x, (b,)), ctx)
+    gs = jax.vmap(jax.vmap(lambda _: G.init()))(jnp.zeros((b, k)))
+    keys = jax.vmap(lambda i: jax.vmap(lambda j: jax.random.fold_in(jax.random.fold_in(key, i), j))(
+        jnp.arange(k)))(jnp.arange(b))  # fmt: skip
+    temp = jnp.asarray(temperature, jnp.float32)
+    top_p = jnp.asarray(top_p, jnp.float32)
+    greedy = (temp <= 0) | ((jnp.arange(k) == 0) & greedy_first)[None, :]
+    greedy = jnp.broadcast_to(greedy, (b, k))
+    allowed = jax.vmap(jax.vmap(G.allowed, in_axes=(0, None)), in_axes=(0, 0))
+    stepf = jax.vmap(jax.vmap(G.step, in_axes=(0, 0, None)), in_axes=(0, 0, 0))
+
+    class Carry(NamedTuple):
+        t: object
+        tok: object
+        cache: Cache
+        gs: G.State
+        out: object
+        logp: object
+        done: object
+
+    def cond(c: Carry):
+        return (c.t < L) & ~jnp.all(c.done)
+
+    def body(c: Carry):
+        logits, cache = model.decode(c.cache, c.tok, c.t, table)
+        mask = allowed(c.gs, ctx)
+        logits = jnp.where(mask, logits, -jnp.inf)
+        logz = jax.nn.log_softmax(logits, axis=-1)
+        scaled = _nucleus(logits / jnp.maximum(temp, 1e-6), jnp.broadcast_to(top_p, (b, k)))
+        step_keys = jax.vmap(jax.vmap(lambda kk: jax.random.fold_in(kk, c.t)))(keys)
+        g = jax.vmap(jax.vmap(lambda kk: jax.random.gumbel(kk, (V.VOCAB,))))(step_keys)
+        drawn = jnp.argmax(scaled + g, axis=-1)
+        tok = jnp.where(greedy, jnp.argmax(logits, axis=-1), drawn).astype(jnp.int32)
+        tok = jnp.where(c.done, V.PAD, tok)
+        lp = jnp.take_along_axis(logz, tok[..., None], axis=-1)[..., 0]
+        gs, _ = stepf(c.gs, tok, ctx)
+        out = lax.dynamic_update_slice_in_dim(c.out, tok[..., None], c.t, axis=2)
+        return Carry(c.t + 1, tok, cache, gs, out, c.logp + jnp.where(c.done, 0.0, lp),
+                     c.done | (tok == V.EOS))  # fmt: skip
+
+    c0 = Carry(jnp.int32(0), jnp.full((b, k), V.BOS, jnp.int32), cache, gs,
+               jnp.zeros((b, k, cfg.max_out), jnp.int32), jnp.zeros((b, k), jnp.float32),
+               jnp.zeros((b, k), bool))  # fmt: skip
+    c = lax.while_loop(cond, body, c0)
+    return Samples(c.out, c.logp, c.done)
+
+
+def compile(tokens, params, key, k: int = 16, limits: Limits | None = None,  # noqa: A001
+            temperature=0.8, top_p=0.95, greedy_first: bool = True,
+            cfg: Config | None = None) -> Candidates:  # fmt: skip
+    """k candidate programs per source: ``jaxcc.tokens.Tokens`` (batched) to Program
+    arrays shaped [B, k, ...]; reshape to [B * k, ...] for ``vm.run`` (candidate j of
+    program b is row b * k + j). ``params``: the model's parameters (``weights.load``),
+    ``cfg`` its Config (default: the shipped model's). Jit-composable: k, limits and cfg
+    are static. Candidates of a source outside the neural bounds are marked not ok."""
+    from jaxcc.limits import DEFAULT
+
+    limits = limits or DEFAULT
+    cfg = cfg or Config()
+    src = source_features(tokens, cfg.nlimits)
+    smp = sample(graphdef(cfg), params, src, key, k, limits, temperature, top_p, greedy_first)
+    asm = assemble(smp.tokens, src, limits, cfg.nlimits)
+    ok = asm.ok & smp.done & (src.error == 0)[:, None]
+    bound = jnp.where((src.error == 0) & ~jnp.any(ok, axis=1), Bound.OUTPUT, src.error)
+    return Candidates(asm.program, ok, bound.astype(jnp.int32), smp)

@@ -1,0 +1,308 @@
+"""Supervised training of the neural compiler (paper eq. 4), resumable.
+
+    python -m jaxcc.neural.train --out runs/base --steps 20000 --seed 0 --time-limit 540
+
+trains on (source, bytecode-token) pairs made on the fly by ``data.py`` (programs from the
+seeded generator, labelled by the deterministic reference compiler, a curriculum from
+small to large), with AdamW, warmup plus cosine decay and clipping by global norm, bf16
+compute, one jitted train step. Every ``--ckpt-every`` steps and when ``--time-limit``
+seconds have passed it writes ``OUT/ckpt.npz`` (parameters, optimizer state, step) and
+``OUT/meta.json`` (config, hyper-parameters, the loss/accuracy history) and plots
+``OUT/curves.png``; rerunning the same command resumes exactly where it stopped (batch i
+is a pure function of (seed, i), so the data stream resumes too). ``--export FILE``
+writes float16 weights for shipping (``weights.py``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import os
+import time
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from flax import nnx
+
+from jaxcc import lexer
+from jaxcc.limits import Limits
+from jaxcc.neural import vocab as V
+from jaxcc.neural.inputs import source_features
+from jaxcc.neural.model import Config, graphdef, init_params
+
+# Limits of the training programs (the generator's programs fit; larger ones are skipped)
+TRAIN_LIMITS = Limits(
+    max_source_bytes=2048, max_tokens=768, max_indent=16, max_parse_depth=256,
+    max_nodes=1024, max_code=512, max_funcs=16, max_locals=64, max_stack=512,
+    max_depth=64, max_output=64, max_steps=100_000,
+)  # fmt: skip
+
+
+class Hyper(NamedTuple):
+    steps: int = 20000
+    batch: int = 32
+    lr: float = 1e-3
+    warmup: int = 500
+    weight_decay: float = 0.01
+    clip: float = 1.0
+    seed: int = 0
+
+
+def optimizer(h: Hyper):
+    sched = optax.warmup_cosine_decay_schedule(0.0, h.lr, h.warmup, h.steps, h.lr * 0.05)
+    return optax.chain(optax.clip_by_global_norm(h.clip),
+                       optax.adamw(sched, b2=0.98, weight_decay=h.weight_decay))  # fmt: skip
+
+
+@functools.partial(jax.jit, static_argnames=("limits", "nlimits"))
+def prepare(source, length, limits: Limits, nlimits: V.NeuralLimits):
+    """Source bytes to the model's input (the device lexer, as at inference)."""
+    tokens, _ = lexer.lex(source, length, limits)
+    return source_features(tokens, nlimits)
+
+
+def loss_fn(params, cfg: Config, src, target, target_len):
+    """Mean cross-entropy over target tokens (EOS included), token and sequence accuracy."""
+    model = nnx.merge(graphdef(cfg), params)
+    tgt_in = jnp.concatenate([jnp.full_like(target[:, :1], V.BOS), target[:, :-1]], axis=1)
+    logits = model(src, tgt_in)
+    pos = jnp.arange(target.shape[1])[None, :]
+    w = (pos < target_len[:, None]).astype(jnp.float32)
+    ce = optax.softmax_cross_entropy_with_integer_labels(logits, target)
+    loss = jnp.sum(ce * w) / jnp.maximum(jnp.sum(w), 1.0)
+    hit = (jnp.argmax(logits, -1) == target) | (w == 0)
+    acc = jnp.sum(hit * w) / jnp.maximum(jnp.sum(w), 1.0)
+    exact = jnp.mean(jnp.all(hit, axis=1))
+    return loss, (acc, exact)
+
+
+@functools.partial(jax.jit, static_argnames=("cfg", "tx"), donate_argnums=(0, 1))
+def train_step(params, opt_state, src, target, target_len, cfg: Config, tx):
+    (loss, (acc, exact)), grads = jax.value_and_grad(loss_fn, has_aux=True)(
+        params, cfg, src, target, target_len
+    )
+    updates, opt_state = tx.update(grads, opt_state, params)
+    params = optax.apply_updates(params, updates)
+    return params, opt_state, {"loss": loss, "acc": acc, "exact": exact,
+                               "gnorm": optax.global_norm(grads)}  # fmt: skip
+
+
+@functools.partial(jax.jit, static_argnames=("cfg",))
+def eval_step(params, src, target, target_len, cfg: Config):
+    loss, (acc, exact) = loss_fn(params, cfg, src, target, target_len)
+    return {"loss": loss, "acc": acc, "exact": exact}
+
+
+# ---------------------------------------------------------------- checkpoints
+
+
+def _flat(tree) -> dict[str, np.ndarray]:
+    leaves = jax.tree_util.tree_leaves_with_path(tree)
+    return {f"{i:05d}": np.asarray(x) for i, (_, x) in enumerate(leaves)}
+
+
+def _unflat(like, arrays: dict) -> object:
+    leaves, treedef = jax.tree_util.tree_flatten(like)
+    if len(leaves) != len(arrays):
+        raise ValueError(f"checkpoint has {len(arrays)} arrays, the model {len(leaves)}")
+    new = [jnp.asarray(arrays[f"{i:05d}"], dtype=x.dtype) for i, x in enumerate(leaves)]
+    return jax.tree_util.tree_unflatten(treedef, new)
+
+
+def save(out: str, params, opt_state, meta: dict) -> None:
+    os.makedirs(out, exist_ok=True)
+    tmp = os.path.join(out, "ckpt.tmp.npz")
+    np.savez(tmp, **{"p" + k: v for k, v in _flat(params).items()},
+             **{"o" + k: v for k, v in _flat(opt_state).items()})  # fmt: skip
+    os.replace(tmp, os.path.join(out, "ckpt.npz"))
+    with open(os.path.join(out, "meta.json"), "w") as f:
+        json.dump(meta, f, indent=1)
+
+
+def load(out: str, cfg: Config, tx):
+    """(params, opt_state, meta) from OUT, or None when there is no checkpoint."""
+    path = os.path.join(out, "ckpt.npz")
+    if not os.path.exists(path):
+        return None
+    with open(os.path.join(out, "meta.json")) as f:
+        meta = json.load(f)
+    z = np.load(path)
+    like = init_params(cfg, 0)
+    params = _unflat(like, {k[1:]: z[k] for k in z.files if k[0] == "p"})
+    opt_state = _unflat(tx.init(like), {k[1:]: z[k] for k in z.files if k[0] == "o"})
+    return params, opt_state, meta
+
+
+def export(params, cfg: Config, path: str, meta: dict) -> None:
+    """Float16 parameters for shipping, with the config and provenance beside them."""
+    np.savez_compressed(path, **{k: v.astype(np.float16) for k, v in _flat(params).items()})
+    with open(os.path.splitext(path)[0] + ".json", "w") as f:
+        json.dump({"config": cfg._asdict(), **meta}, f, indent=1)
+
+
+def plot(history: list[dict], path: str) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:  # plots are optional (the bench extra)
+        return
+    fig, ax = plt.subplots(1, 2, figsize=(10, 3.5))
+    for split, style in (("train", "-"), ("heldout", "o-")):
+        h = [r for r in history if r["split"] == split]
+        if not h:
+            continue
+        s = [r["step"] for r in h]
+        ax[0].plot(s, [r["loss"] for r in h], style, label=split, ms=3)
+        ax[1].plot(s, [r["acc"] for r in h], style, label=f"{split} token acc", ms=3)
+        ax[1].plot(s, [r["exact"] for r in h], style, label=f"{split} exact seq", ms=3)
+    ax[0].set_yscale("log")
+    ax[0].set_xlabel("step")
+    ax[0].set_title("cross-entropy")
+    ax[1].set_xlabel("step")
+    ax[1].set_title("teacher-forced accuracy")
+    ax[1].legend(fontsize=7)
+    for a in ax:
+        a.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+# ---------------------------------------------------------------- data
+
+
+def level_of(step: int, total: int) -> int:
+    """Curriculum: small programs first, every level mixed in once reached."""
+    p = step / max(total, 1)
+    top = 1 if p < 0.05 else 2 if p < 0.15 else 3
+    return step % (top + 1)
+
+
+def batches(seed: int, start: int, total: int, batch: int, workers: int, nlimits):
+    """Batch i for i in [start, total): a pure function of (seed, i) (data.batch_at)."""
+    from jaxcc.neural import data
+
+    args = [(seed, i, batch, level_of(i, total)) for i in range(start, total)]
+    f = functools.partial(_batch_at, nlimits=nlimits)
+    if workers <= 1:
+        yield from map(f, args)
+        return
+    import multiprocessing as mp
+
+    with mp.get_context("spawn").Pool(workers) as pool:
+        yield from pool.imap(f, args, chunksize=1)
+    del data
+
+
+def _batch_at(a, nlimits):
+    from jaxcc.neural import data
+
+    seed, i, batch, level = a
+    return data.batch_at(seed, i, batch, level, TRAIN_LIMITS, nlimits)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(
+        prog="python -m jaxcc.neural.train", description=__doc__.split("\n\n")[0]
+    )
+    p.add_argument("--out", required=True, help="checkpoint folder (resumed when it holds one)")
+    p.add_argument("--steps", type=int, default=Hyper.steps)
+    p.add_argument("--batch", type=int, default=Hyper.batch)
+    p.add_argument("--lr", type=float, default=Hyper.lr)
+    p.add_argument("--warmup", type=int, default=Hyper.warmup)
+    p.add_argument("--seed", type=int, default=Hyper.seed)
+    p.add_argument("--config", default="base", choices=sorted(CONFIGS))
+    p.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2) - 1))
+    p.add_argument(
+        "--time-limit", type=float, default=0, help="stop (and save) after this many seconds"
+    )
+    p.add_argument("--ckpt-every", type=int, default=1000)
+    p.add_argument("--eval-every", type=int, default=500)
+    p.add_argument("--export", help="also write shipped float16 weights to this .npz")
+    ns = p.parse_args(argv)
+    t0 = time.time()
+    cfg = CONFIGS[ns.config]
+    h = Hyper(ns.steps, ns.batch, ns.lr, ns.warmup, seed=ns.seed)
+    tx = optimizer(h)
+    got = load(ns.out, cfg, tx)
+    if got is None:
+        params = init_params(cfg, h.seed)
+        opt_state = tx.init(params)
+        meta = {"config": cfg._asdict(), "hyper": h._asdict(), "step": 0, "history": [],
+                "command": "python -m jaxcc.neural.train " + " ".join(argv or []), "calls": []}  # fmt: skip
+    else:
+        params, opt_state, meta = got
+        if meta["hyper"] != h._asdict() or meta["config"] != cfg._asdict():
+            raise SystemExit(f"{ns.out} was trained with other settings: {meta['hyper']}")
+    step = meta["step"]
+    meta["calls"].append({"start_step": step, "device": str(jax.devices()[0].device_kind)})
+    from jaxcc.neural import data
+
+    held = data.batch_at(data.HELDOUT_SEEDS[0], 0, 64, 3, TRAIN_LIMITS, cfg.nlimits)
+    held_src = prepare(held["source"], held["length"], TRAIN_LIMITS, cfg.nlimits)
+    try:
+        from tqdm import tqdm
+    except ImportError:  # progress bars are optional
+        tqdm = None
+    it = batches(h.seed, step, h.steps, h.batch, ns.workers, cfg.nlimits)
+    bar = tqdm(total=h.steps, initial=step, dynamic_ncols=True) if tqdm else None
+    last_save = step
+    for b in it:
+        src = prepare(b["source"], b["length"], TRAIN_LIMITS, cfg.nlimits)
+        params, opt_state, m = train_step(
+            params, opt_state, src, b["target"], b["target_len"], cfg, tx
+        )
+        step += 1
+        if step % 50 == 0 or step == h.steps:
+            m = {k: float(v) for k, v in m.items()}
+            meta["history"].append({"split": "train", "step": step, **m})
+            if bar:
+                bar.set_postfix(
+                    loss=f"{m['loss']:.4f}", acc=f"{m['acc']:.4f}", exact=f"{m['exact']:.2f}"
+                )
+        if step % ns.eval_every == 0 or step == h.steps:
+            e = {
+                k: float(v)
+                for k, v in eval_step(
+                    params, held_src, held["target"], held["target_len"], cfg
+                ).items()
+            }
+            meta["history"].append({"split": "heldout", "step": step, **e})
+            print(f"step {step}: heldout {e}", flush=True)
+        if bar:
+            bar.update(1)
+        out_of_time = ns.time_limit and time.time() - t0 > ns.time_limit
+        if step - last_save >= ns.ckpt_every or step == h.steps or out_of_time:
+            meta["step"] = step
+            save(ns.out, params, opt_state, meta)
+            plot(meta["history"], os.path.join(ns.out, "curves.png"))
+            last_save = step
+        if out_of_time:
+            break
+    if bar:
+        bar.close()
+    meta["step"] = step
+    save(ns.out, params, opt_state, meta)
+    plot(meta["history"], os.path.join(ns.out, "curves.png"))
+    if ns.export:
+        export(params, cfg, ns.export, {"step": step, "hyper": meta["hyper"],
+                                        "command": meta["command"], "history": meta["history"][-4:]})  # fmt: skip
+    print(f"stopped at step {step} of {h.steps} after {time.time() - t0:.0f} s")
+    return 0
+
+
+CONFIGS = {
+    "base": Config(),
+    "tiny": Config(
+        d_model=64, n_layers=2, n_heads=4, d_ff=128, max_src=128, max_out=256, remat=False
+    ),
+}
+
+if __name__ == "__main__":
+    raise SystemExit(main())
