@@ -170,7 +170,7 @@ class Model(nnx.Module):
         x = jnp.concatenate(
             [self.embed_src(src), table[tgt_in] + self.pos.embedding[None, s : s + n_out]], axis=1
         ).astype(jnp.dtype(cfg.dtype))
-        i = jnp.arange(s + l)
+        i = jnp.arange(s + n_out)
         src_ok = (i < s)[None, :] & (
             i[None, :] < src.n[:, None]
         )  # [B, T] key is a real source token
