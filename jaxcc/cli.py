@@ -15,6 +15,7 @@ All files given to ``run`` are compiled as one batch and run as one batch.
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import json
 import os
@@ -54,13 +55,20 @@ def _optional(module: str, attr: str) -> Callable | None:
     return fn if callable(fn) else None
 
 
-def compilers(name: str | None = None) -> dict[str, Callable]:
-    """The compiler registry. With ``name``, only that entry is looked up (lazily)."""
+def compilers(name: str | None = None, **neural) -> dict[str, Callable]:
+    """The compiler registry. With ``name``, only that entry is looked up (lazily).
+    ``neural``: options of the neural and hybrid compilers (k, temperature, seed)."""
     reg: dict[str, Callable] = {"python": _reference_compile_many}
     if name in (None, "jax"):
         jax_compile = _optional("jaxcc.compiler", "compile_many")
         if jax_compile is not None:
             reg["jax"] = jax_compile
+    if name in (None, "neural", "hybrid"):
+        neural_compile = _optional("jaxcc.neural.api", "compile_many")
+        weights_ok = _optional("jaxcc.neural.weights", "available")
+        if neural_compile is not None and weights_ok is not None and weights_ok():
+            for mode in ("neural", "hybrid"):
+                reg[mode] = functools.partial(neural_compile, mode=mode, **neural)
     return reg
 
 
@@ -110,9 +118,20 @@ def _add_backend_options(p: argparse.ArgumentParser) -> None:
         "--compiler",
         default=DEFAULT_COMPILER,
         metavar="NAME",
-        help="compiler implementation: 'python' (the host reference compiler) or 'jax' "
-        f"(the JAX compiler, when installed); default {DEFAULT_COMPILER}",
+        help="compiler implementation: 'python' (the host reference compiler), 'jax' "
+        "(the JAX compiler, when installed), 'neural' (the shipped transformer: K "
+        "candidates per program, the one whose behaviour most candidates share is kept; "
+        "no test decides it, so it can be wrong: docs/neural.md) or 'hybrid' (a router "
+        "sends simple programs to the neural compiler, whose candidates must behave "
+        "exactly as the deterministic compiler's code on probe inputs, and everything "
+        f"else to 'jax'); default {DEFAULT_COMPILER}",
     )
+    p.add_argument("--samples", type=int, default=16, metavar="K",
+                   help="neural/hybrid: candidates sampled per program (default 16)")
+    p.add_argument("--temperature", type=float, default=0.8, metavar="T",
+                   help="neural/hybrid: sampling temperature (0: all greedy; default 0.8)")
+    p.add_argument("--seed", type=int, default=0, metavar="S",
+                   help="neural/hybrid: random seed of the sampler (default 0)")
     p.add_argument(
         "--vm",
         default=DEFAULT_VM,
@@ -271,12 +290,14 @@ def run_files(
     entry: str | None = None,
     args: Sequence[int] = (),
     trace=None,
+    neural: dict | None = None,
 ) -> list[_FileResult]:
     """Compile and run the files as one batch; the per-file results (no printing).
 
     ``trace``: a file to write an instruction trace to (``--vm python`` only).
+    ``neural``: options of the neural/hybrid compilers (k, temperature, seed).
     """
-    compile_many = _backend("compiler", compiler, compilers)
+    compile_many = _backend("compiler", compiler, functools.partial(compilers, **(neural or {})))
     run = _backend("vm", vm, vms)
     if trace is not None:
         if vm != "python":
@@ -367,7 +388,8 @@ def _cmd_run(ns: argparse.Namespace) -> int:
         if not -(2**31) <= a < 2**31:
             raise SystemExit(f"jaxcc: --args value {a} does not fit in 32 bits")
     trace = sys.stderr if ns.trace else None
-    results = run_files(ns.files, _limits(ns), ns.compiler, ns.vm, ns.entry, ns.args, trace)
+    neural = {"k": ns.samples, "temperature": ns.temperature, "seed": ns.seed}
+    results = run_files(ns.files, _limits(ns), ns.compiler, ns.vm, ns.entry, ns.args, trace, neural)
     for r in results:
         if ns.json:
             print(r.to_json(), flush=True)
@@ -382,7 +404,8 @@ def _cmd_run(ns: argparse.Namespace) -> int:
 
 def _cmd_dis(ns: argparse.Namespace) -> int:
     limits = _limits(ns)
-    compile_many = _backend("compiler", ns.compiler, compilers)
+    neural = {"k": ns.samples, "temperature": ns.temperature, "seed": ns.seed}
+    compile_many = _backend("compiler", ns.compiler, functools.partial(compilers, **neural))
     try:
         source = _read(ns.file)
     except OSError as e:
@@ -420,7 +443,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``jaxcc`` console script; returns the exit status."""
     parser = build_parser()
     ns = parser.parse_args(argv)
-    if "jax" in (getattr(ns, "compiler", None), getattr(ns, "vm", None)):
+    if {"jax", "neural", "hybrid"} & {getattr(ns, "compiler", None), getattr(ns, "vm", None)}:
         enable_compilation_cache()
     if ns.command == "run":
         return _cmd_run(ns)

@@ -236,6 +236,7 @@ class Limit(enum.IntEnum):
     LOCALS = 7
     STACK = 8
     INT_LITERAL = 9  # an int literal outside int32 (OverflowError-like, but at compile time)
+    NEURAL = 10  # --compiler neural: no candidate the verifier could accept (docs/neural.md)
 
 
 LIMIT_FIELD = {
@@ -249,6 +250,7 @@ LIMIT_FIELD = {
     Limit.LOCALS: "max_locals",
     Limit.STACK: "max_stack",
     Limit.INT_LITERAL: "int32",
+    Limit.NEURAL: "neural",
 }
 
 
@@ -281,6 +283,9 @@ def message(code: int, detail: int = 0) -> str:
         return "unsupported: " + UNSUPPORTED_MESSAGES.get(detail, "this construct")
     if code == Code.TYPE:
         return TYPE_MESSAGES.get(detail, "type error")
+    if code == Code.LIMIT and detail == Limit.NEURAL:
+        return ("the neural compiler produced no candidate it could accept (the program is "
+                "outside its bounds, or no two samples agreed); use --compiler hybrid or jax")
     if code == Code.LIMIT:
         return f"program exceeds the limit {LIMIT_FIELD.get(detail, '?')}"
     if code == Code.NAME:

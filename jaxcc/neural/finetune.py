@@ -35,7 +35,7 @@ from jaxcc.limits import Limits
 from jaxcc.neural import verify
 from jaxcc.neural import vocab as V
 from jaxcc.neural.assemble import assemble, masks
-from jaxcc.neural.model import Config, graphdef
+from jaxcc.neural.model import Config, _mixed, graphdef
 from jaxcc.neural.sample import sample
 from jaxcc.neural.train import loss_fn
 
@@ -63,6 +63,7 @@ def seq_logp(params, cfg: Config, src, tokens, mask):
 
 
 @functools.partial(jax.jit, static_argnames=("cfg", "tx", "k", "limits", "reward", "n_probes"))
+@_mixed
 def rl_step(params, opt_state, tokens, src, target, target_len, key, cfg: Config, tx, k: int,
             limits: Limits, reward: Reward = DEFAULT_REWARD, n_probes: int = 32):  # fmt: skip
     """One policy-gradient step on a batch of B programs (B * k samples).

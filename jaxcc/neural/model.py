@@ -51,7 +51,7 @@ class Config(NamedTuple):
     n_heads: int = 8
     d_ff: int = 1024
     max_src: int = 384
-    max_out: int = 896
+    max_out: int = 640
     dtype: str = "bfloat16"  # compute dtype (parameters are float32)
     remat: bool = True  # recompute each block's activations in the backward pass
 

@@ -32,7 +32,7 @@ from jaxcc import lexer
 from jaxcc.limits import Limits
 from jaxcc.neural import vocab as V
 from jaxcc.neural.inputs import source_features
-from jaxcc.neural.model import Config, graphdef, init_params
+from jaxcc.neural.model import Config, _mixed, graphdef, init_params
 
 # Limits of the training programs (the generator's programs fit; larger ones are skipped)
 TRAIN_LIMITS = Limits(
@@ -53,7 +53,8 @@ class Hyper(NamedTuple):
 
 
 def optimizer(h: Hyper):
-    sched = optax.warmup_cosine_decay_schedule(0.0, h.lr, h.warmup, h.steps, h.lr * 0.05)
+    warm = min(h.warmup, max(h.steps // 10, 1))
+    sched = optax.warmup_cosine_decay_schedule(0.0, h.lr, warm, max(h.steps, warm + 1), h.lr * 0.05)
     return optax.chain(optax.clip_by_global_norm(h.clip),
                        optax.adamw(sched, b2=0.98, weight_decay=h.weight_decay))  # fmt: skip
 
@@ -75,12 +76,13 @@ def loss_fn(params, cfg: Config, src, target, target_len):
     ce = optax.softmax_cross_entropy_with_integer_labels(logits, target)
     loss = jnp.sum(ce * w) / jnp.maximum(jnp.sum(w), 1.0)
     hit = (jnp.argmax(logits, -1) == target) | (w == 0)
-    acc = jnp.sum(hit * w) / jnp.maximum(jnp.sum(w), 1.0)
-    exact = jnp.mean(jnp.all(hit, axis=1))
+    acc = jnp.sum(hit.astype(jnp.float32) * w) / jnp.maximum(jnp.sum(w), 1.0)
+    exact = jnp.mean(jnp.all(hit, axis=1).astype(jnp.float32))
     return loss, (acc, exact)
 
 
 @functools.partial(jax.jit, static_argnames=("cfg", "tx"), donate_argnums=(0, 1))
+@_mixed
 def train_step(params, opt_state, src, target, target_len, cfg: Config, tx):
     (loss, (acc, exact)), grads = jax.value_and_grad(loss_fn, has_aux=True)(
         params, cfg, src, target, target_len
@@ -92,6 +94,7 @@ def train_step(params, opt_state, src, target, target_len, cfg: Config, tx):
 
 
 @functools.partial(jax.jit, static_argnames=("cfg",))
+@_mixed
 def eval_step(params, src, target, target_len, cfg: Config):
     loss, (acc, exact) = loss_fn(params, cfg, src, target, target_len)
     return {"loss": loss, "acc": acc, "exact": exact}
@@ -113,27 +116,49 @@ def _unflat(like, arrays: dict) -> object:
     return jax.tree_util.tree_unflatten(treedef, new)
 
 
+CHUNK_BYTES = 12 << 20  # checkpoint files stay under the device tool's 16 MB per file
+
+
 def save(out: str, params, opt_state, meta: dict) -> None:
+    """Parameters and optimizer state as ckpt-N.npz files of at most CHUNK_BYTES each,
+    then meta.json naming them (written last, so a checkpoint is complete or absent)."""
     os.makedirs(out, exist_ok=True)
-    tmp = os.path.join(out, "ckpt.tmp.npz")
-    np.savez(tmp, **{"p" + k: v for k, v in _flat(params).items()},
-             **{"o" + k: v for k, v in _flat(opt_state).items()})  # fmt: skip
-    os.replace(tmp, os.path.join(out, "ckpt.npz"))
-    with open(os.path.join(out, "meta.json"), "w") as f:
+    arrays = {"p" + k: v for k, v in _flat(params).items()}
+    arrays.update({"o" + k: v for k, v in _flat(opt_state).items()})
+    chunks: list[dict] = [{}]
+    size = 0
+    for k, v in arrays.items():
+        if size + v.nbytes > CHUNK_BYTES and chunks[-1]:
+            chunks.append({})
+            size = 0
+        chunks[-1][k] = v
+        size += v.nbytes
+    files = []
+    for i, c in enumerate(chunks):
+        name = f"ckpt-{i}.npz"
+        np.savez(os.path.join(out, name + ".tmp.npz"), **c)
+        os.replace(os.path.join(out, name + ".tmp.npz"), os.path.join(out, name))
+        files.append(name)
+    meta = {**meta, "files": files}
+    with open(os.path.join(out, "meta.json.tmp"), "w") as f:
         json.dump(meta, f, indent=1)
+    os.replace(os.path.join(out, "meta.json.tmp"), os.path.join(out, "meta.json"))
 
 
 def load(out: str, cfg: Config, tx):
     """(params, opt_state, meta) from OUT, or None when there is no checkpoint."""
-    path = os.path.join(out, "ckpt.npz")
+    path = os.path.join(out, "meta.json")
     if not os.path.exists(path):
         return None
-    with open(os.path.join(out, "meta.json")) as f:
+    with open(path) as f:
         meta = json.load(f)
-    z = np.load(path)
+    arrays = {}
+    for name in meta["files"]:
+        z = np.load(os.path.join(out, name))
+        arrays.update({k: z[k] for k in z.files})
     like = init_params(cfg, 0)
-    params = _unflat(like, {k[1:]: z[k] for k in z.files if k[0] == "p"})
-    opt_state = _unflat(tx.init(like), {k[1:]: z[k] for k in z.files if k[0] == "o"})
+    params = _unflat(like, {k[1:]: v for k, v in arrays.items() if k[0] == "p"})
+    opt_state = _unflat(tx.init(like), {k[1:]: v for k, v in arrays.items() if k[0] == "o"})
     return params, opt_state, meta
 
 
@@ -186,8 +211,6 @@ def level_of(step: int, total: int) -> int:
 
 def batches(seed: int, start: int, total: int, batch: int, workers: int, nlimits):
     """Batch i for i in [start, total): a pure function of (seed, i) (data.batch_at)."""
-    from jaxcc.neural import data
-
     args = [(seed, i, batch, level_of(i, total)) for i in range(start, total)]
     f = functools.partial(_batch_at, nlimits=nlimits)
     if workers <= 1:
@@ -197,14 +220,13 @@ def batches(seed: int, start: int, total: int, batch: int, workers: int, nlimits
 
     with mp.get_context("spawn").Pool(workers) as pool:
         yield from pool.imap(f, args, chunksize=1)
-    del data
 
 
 def _batch_at(a, nlimits):
-    from jaxcc.neural import data
+    from jaxcc.neural import corpus
 
     seed, i, batch, level = a
-    return data.batch_at(seed, i, batch, level, TRAIN_LIMITS, nlimits)
+    return corpus.batch_at(seed, i, batch, level, TRAIN_LIMITS, nlimits)
 
 
 def main(argv=None) -> int:
@@ -212,11 +234,11 @@ def main(argv=None) -> int:
         prog="python -m jaxcc.neural.train", description=__doc__.split("\n\n")[0]
     )
     p.add_argument("--out", required=True, help="checkpoint folder (resumed when it holds one)")
-    p.add_argument("--steps", type=int, default=Hyper.steps)
-    p.add_argument("--batch", type=int, default=Hyper.batch)
-    p.add_argument("--lr", type=float, default=Hyper.lr)
-    p.add_argument("--warmup", type=int, default=Hyper.warmup)
-    p.add_argument("--seed", type=int, default=Hyper.seed)
+    p.add_argument("--steps", type=int, default=Hyper._field_defaults["steps"])
+    p.add_argument("--batch", type=int, default=Hyper._field_defaults["batch"])
+    p.add_argument("--lr", type=float, default=Hyper._field_defaults["lr"])
+    p.add_argument("--warmup", type=int, default=Hyper._field_defaults["warmup"])
+    p.add_argument("--seed", type=int, default=Hyper._field_defaults["seed"])
     p.add_argument("--config", default="base", choices=sorted(CONFIGS))
     p.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2) - 1))
     p.add_argument(
@@ -238,13 +260,16 @@ def main(argv=None) -> int:
                 "command": "python -m jaxcc.neural.train " + " ".join(argv or []), "calls": []}  # fmt: skip
     else:
         params, opt_state, meta = got
-        if meta["hyper"] != h._asdict() or meta["config"] != cfg._asdict():
+        if meta["config"] != cfg._asdict() or {**meta["hyper"], "steps": h.steps} != h._asdict():
             raise SystemExit(f"{ns.out} was trained with other settings: {meta['hyper']}")
+        if meta["hyper"]["steps"] != h.steps:  # a longer or shorter schedule from here on
+            meta.setdefault("schedule_changes", []).append({"at": meta["step"], "steps": h.steps})
+            meta["hyper"] = h._asdict()
     step = meta["step"]
     meta["calls"].append({"start_step": step, "device": str(jax.devices()[0].device_kind)})
-    from jaxcc.neural import data
+    from jaxcc.neural import corpus
 
-    held = data.batch_at(data.HELDOUT_SEEDS[0], 0, 64, 3, TRAIN_LIMITS, cfg.nlimits)
+    held = corpus.batch_at(corpus.HELDOUT_SEEDS[0], 0, 64, 3, TRAIN_LIMITS, cfg.nlimits)
     held_src = prepare(held["source"], held["length"], TRAIN_LIMITS, cfg.nlimits)
     try:
         from tqdm import tqdm
@@ -298,7 +323,7 @@ def main(argv=None) -> int:
 
 
 CONFIGS = {
-    "base": Config(),
+    "base": Config(d_model=256, n_layers=4, n_heads=8, d_ff=768),
     "tiny": Config(
         d_model=64, n_layers=2, n_heads=4, d_ff=128, max_src=128, max_out=256, remat=False
     ),

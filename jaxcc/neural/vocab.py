@@ -124,7 +124,7 @@ class NeuralLimits(NamedTuple):
     """Static sizes of the neural path's arrays (hashable: a static jit argument)."""
 
     max_src: int = 384  # source tokens after dropping COMMENT / NL / PAD
-    max_out: int = 896  # output tokens (BOS not counted)
+    max_out: int = 640  # output tokens (BOS not counted)
 
 
 NEURAL_DEFAULT = NeuralLimits()

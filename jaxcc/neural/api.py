@@ -1,0 +1,205 @@
+"""The neural and hybrid compilers as the rest of jaxcc sees them.
+
+* ``choose(...)``: the device half, one jit: lex, sample k candidates per program,
+  assemble, probe, verify, pick one per program. Level 2 (``reference=None``): the
+  candidate whose behaviour most candidates share (AlphaCode-style clustering); level 3:
+  the fastest candidate whose behaviour equals the reference program's.
+* ``hybrid_compile(...)``: paper Algorithm 3 on the device, jit-composable: the
+  deterministic compiler, the complexity router, the neural path with level-3
+  verification for the programs routed to it, and the deterministic code for everything
+  else and for every program whose candidates all fail. Its result always behaves as the
+  deterministic compiler's code does (it *is* that code unless a verified candidate was
+  chosen).
+* ``compile_many(sources, limits, mode=...)``: the host wrapper with the shape of the other
+  compilers' ``compile_many`` (the CLI's ``--compiler neural`` and ``--compiler hybrid``).
+  The deterministic front end runs first, so compile-time errors are reported exactly as
+  ``--compiler jax`` reports them; the model is asked only for programs that pass it.
+
+Candidates are probed with small run-time limits (``VERIFY_LIMITS``): a candidate is
+compared with the others (or the reference) on the module body's first 64 printed items
+and status, and on every function's status and result for ``n_probes`` argument vectors.
+The chosen program then runs under the caller's own limits.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxcc import compiler, isa, lexer
+from jaxcc.errors import Code, Error, Limit
+from jaxcc.limits import Limits
+from jaxcc.neural import sample as S
+from jaxcc.neural import verify
+from jaxcc.neural.grammar import MAX_FUNCS
+from jaxcc.neural.model import Config
+
+# Shapes of the neural path (what the model was trained on).
+NEURAL_LIMITS = Limits(
+    max_source_bytes=2048, max_tokens=768, max_indent=16, max_parse_depth=256,
+    max_nodes=1024, max_code=512, max_funcs=MAX_FUNCS, max_locals=64, max_stack=512,
+    max_depth=64, max_output=64, max_steps=100_000,
+)  # fmt: skip
+# Run-time limits of the verification lanes (many lanes per candidate: keep them small).
+VERIFY_LIMITS = NEURAL_LIMITS._replace(max_stack=256, max_depth=48, max_output=64, max_steps=20_000)
+
+
+class Chosen(NamedTuple):
+    program: isa.Program  # [B, ...]: the chosen candidate (empty where none was found)
+    found: object  # Bool[B]
+    best: object  # Int32[B]  index of the chosen candidate (-1: none)
+    reason: object  # Int32[B, k]  verify.Reason of every candidate
+    ok: object  # Bool[B, k]  well-formed candidates
+    bound: object  # Int32[B]  inputs.Bound
+
+
+def _take(cands: isa.Program, best):
+    b = best.shape[0]
+    idx = jnp.maximum(best, 0)
+    return jax.tree.map(lambda x: x[jnp.arange(b), idx], cands)
+
+
+@functools.partial(jax.jit, static_argnames=("cfg", "k", "nl", "vl", "n_probes", "greedy_first"))
+def choose(source, length, params, key, n_params, reference, temperature, top_p,
+           cfg: Config, k: int, nl: Limits = NEURAL_LIMITS, vl: Limits = VERIFY_LIMITS,
+           n_probes: int = 32, greedy_first: bool = True) -> Chosen:  # fmt: skip
+    """Sample, verify and choose, for a batch of padded sources (UInt8[B, N], N =
+    nl.max_source_bytes). n_params: Int32[B, F] parameters per function (from the front
+    end); reference: an isa.Program [B, ...] at nl's shape for level 3, or None (level 2).
+    """
+    ks, kp = jax.random.split(key)
+    tokens, lex_err = lexer.lex(source, length, nl)
+    c = S.compile(tokens, params, ks, k, nl, temperature, top_p, greedy_first, cfg=cfg)
+    probes = verify.make_probes(tokens, n_params, kp, n_probes)
+    if reference is None:
+        v = verify.cluster(c.program, probes, vl)
+    else:
+        v = verify.verify_against(c.program, reference, probes, vl)
+    found = v.found & (lex_err.code == Code.OK) & (c.bound == 0)
+    best = jnp.where(found, v.best, -1)
+    prog = _take(c.program, best)
+    empty = jax.tree.map(jnp.zeros_like, prog)
+    prog = jax.tree.map(lambda a, e: jnp.where(_bcast(found, a), a, e), prog, empty)
+    return Chosen(prog, found, best, v.reason, c.ok, c.bound)
+
+
+def _bcast(m, a):
+    return m.reshape(m.shape + (1,) * (a.ndim - 1))
+
+
+# ------------------------------------------------------------------ host wrapper
+
+
+def _pad_into(dst: isa.Program, i: int, src_lane) -> None:
+    for f, x in zip(isa.Program._fields, src_lane, strict=True):
+        arr = getattr(dst, f)
+        x = np.asarray(x)
+        if x.ndim == 0:
+            arr[i] = x
+        else:
+            n = min(x.shape[0], arr.shape[1])
+            arr[i, :] = 0
+            arr[i, :n] = x[:n]
+
+
+def _fits(program: isa.Program, j: int, nl: Limits) -> bool:
+    return int(program.n_code[j]) <= nl.max_code and int(program.n_funcs[j]) <= nl.max_funcs
+
+
+def _slice(program: isa.Program, idx, nl: Limits) -> isa.Program:
+    out = []
+    for f in isa.Program._fields:
+        x = np.asarray(getattr(program, f))[idx]
+        if f.startswith("fn_"):
+            x = x[:, : nl.max_funcs]
+            x = np.pad(x, ((0, 0), (0, nl.max_funcs - x.shape[1])))
+        elif x.ndim == 2:
+            x = x[:, : nl.max_code]
+            x = np.pad(x, ((0, 0), (0, nl.max_code - x.shape[1])))
+        out.append(x.astype(np.int32))
+    return isa.Program(*out)
+
+
+class Report(NamedTuple):
+    """Per source, what the neural path did (for the CLI's --json and the benchmarks)."""
+
+    used_neural: list  # bool per source
+    reasons: list  # dict reason name -> count per source (empty when not asked)
+
+
+def compile_many(sources, limits: Limits, mode: str = "neural", k: int = 16,
+                 temperature: float = 0.8, top_p: float = 0.95, seed: int = 0,
+                 weights_path: str | None = None, n_probes: int = 32, report: list | None = None):  # fmt: skip
+    """Host wrapper: (Program [B, ...] at ``limits``' shape, Error [B], debug list).
+
+    mode "neural": level-2 choice; a program with no acceptable candidate gets
+    Code.LIMIT / Limit.NEURAL. mode "hybrid": the router (when trained weights exist) and
+    level-3 verification; the deterministic code wherever no candidate is verified."""
+    from jaxcc.neural import router, weights
+
+    cfg, params = weights.load(weights_path or weights.DEFAULT)
+    program, error, debug = compiler.compile_many(sources, limits)
+    program = isa.Program(*(np.array(x) for x in program))
+    error = Error(*(np.array(x) for x in error))
+    data = [
+        s.encode("utf-8", "surrogateescape") if isinstance(s, str) else bytes(s) for s in sources
+    ]
+    nl = NEURAL_LIMITS
+    todo = [
+        j for j in range(len(sources))
+        if int(error.code[j]) == Code.OK and len(data[j]) <= nl.max_source_bytes
+        and _fits(program, j, nl)
+    ]  # fmt: skip
+    used = [False] * len(sources)
+    if mode == "hybrid" and todo:
+        todo = [
+            j
+            for j, simple in zip(
+                todo, router.route_sources([sources[j] for j in todo]), strict=True
+            )
+            if simple
+        ]
+    found_at: dict[int, int] = {}
+    if todo:
+        pad = (1 << (len(todo) - 1).bit_length()) - len(todo)
+        idx = todo + [todo[0]] * pad
+        src, length = lexer.encode([data[j] for j in idx], nl)
+        det = _slice(program, idx, nl)
+        ref = det if mode == "hybrid" else None
+        ch = jax.device_get(
+            choose(
+                src,
+                length,
+                params,
+                jax.random.key(seed),
+                det.fn_nparams,
+                ref,
+                jnp.float32(temperature),
+                jnp.float32(top_p),
+                cfg,
+                k,
+                nl,
+                VERIFY_LIMITS,
+                n_probes,
+            )  # fmt: skip
+        )
+        for r, j in enumerate(todo):
+            if bool(ch.found[r]):
+                found_at[j] = r
+                used[j] = True
+                _pad_into(program, j, [np.asarray(x)[r] for x in ch.program])
+            if report is not None:
+                report.append((j, verify.reason_counts(np.asarray(ch.reason[r]))))
+    if mode == "neural":
+        for j in range(len(sources)):
+            if int(error.code[j]) == Code.OK and j not in found_at:
+                error.code[j], error.detail[j] = Code.LIMIT, Limit.NEURAL
+                error.line[j], error.col[j] = 0, 0
+                _pad_into(program, j, [np.zeros_like(np.asarray(x)[j]) for x in program])
+    # the neural program's slots are numbered its own way: no local names
+    debug = [d._replace(local_names=()) if used[j] else d for j, d in enumerate(debug)]
+    return program, error, debug

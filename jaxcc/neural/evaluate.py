@@ -1,0 +1,226 @@
+"""Measure the neural compiler: pass@k on held-out programs, hand-written programs,
+throughput, and the data the hybrid's router is trained on.
+
+    python -m jaxcc.neural.evaluate --out DIR [--weights FILE] [--n 256] [--k 32]
+
+"Pass" is decided by the VM, never by tokens: a candidate passes when its behaviour
+equals the deterministic compiler's code (``verify.verify_against``: the module body's
+status, error line and output, and every function's status and result on
+``--probes`` boundary and random inputs). Per held-out program (seeds of
+``data.HELDOUT_SEEDS``, never trained on):
+
+* greedy pass@1: the single greedy sample passes;
+* pass@k for k = 1, 2, 4, 8, 16 by the unbiased estimator of Chen et al. (2021),
+  ``1 - C(n - c, k) / C(n, k)``, from n = ``--k`` temperature samples of which c pass;
+* p_correct = c / n (the paper's eq. 6 quantity) and the program's complexity features.
+
+Results go to ``DIR/eval.json`` (summary) and ``DIR/programs.jsonl``-like arrays in
+``DIR/eval_programs.npz`` (per program: level, features, c, n, greedy pass).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+
+import jax
+import numpy as np
+
+from jaxcc import isa, lexer
+from jaxcc.neural import api, router, verify
+from jaxcc.neural import sample as S
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k (Chen et al. 2021, numerically stable product form)."""
+    if n - c < k:
+        return 1.0
+    return 1.0 - float(np.prod(1.0 - k / np.arange(n - c + 1, n + 1)))
+
+
+def reference_programs(sources, nl):
+    """The deterministic reference compiler's code at the neural shapes (host), and ok."""
+    from jaxcc.reference.compiler import compile_source
+
+    progs, ok = [], []
+    for s in sources:
+        c = compile_source(s, nl)
+        ok.append(int(c.error.code) == 0)
+        progs.append(c.program)
+    stacked = isa.Program(*(np.stack([np.asarray(getattr(p, f)) for p in progs]).astype(np.int32)
+                            for f in isa.Program._fields))  # fmt: skip
+    return stacked, np.array(ok)
+
+
+def judge(sources, cfg, params, key, k, temperature, greedy_first, n_probes, nl, vl, batch=64):
+    """Bool[len, k]: which of k samples per source behave as the reference; and timing."""
+    ref, ok = reference_programs(sources, nl)
+    out = np.zeros((len(sources), k), bool)
+    t_sample = 0.0
+    for i in range(0, len(sources), batch):
+        idx = list(range(i, min(i + batch, len(sources))))
+        pad = idx + [idx[-1]] * (batch - len(idx))
+        src, length = lexer.encode([sources[j] for j in pad], nl)
+        r = jax.tree.map(lambda x: x[np.asarray(pad)], ref)
+        t0 = time.time()
+        v = _judge_jit(src, length, params, jax.random.fold_in(key, i), r, temperature, cfg, k,
+                       greedy_first, n_probes, nl, vl)  # fmt: skip
+        acc = np.asarray(jax.device_get(v))
+        t_sample += time.time() - t0
+        out[idx] = acc[: len(idx)] & ok[idx, None]
+    return out, ok, t_sample
+
+
+@jax.jit
+def _noop(x):
+    return x
+
+
+def _judge_impl(src, length, params, key, ref, temperature, cfg, k, greedy_first, n_probes, nl, vl):
+    ks, kp = jax.random.split(key)
+    tokens, _ = lexer.lex(src, length, nl)
+    c = S.compile(tokens, params, ks, k, nl, temperature, 1.0, greedy_first, cfg=cfg)
+    probes = verify.make_probes(tokens, ref.fn_nparams, kp, n_probes)
+    v = verify.verify_against(c.program, ref, probes, vl)
+    return v.accepted & c.ok
+
+
+_judge_jit = jax.jit(
+    _judge_impl, static_argnames=("cfg", "k", "greedy_first", "n_probes", "nl", "vl")
+)
+
+
+def throughput(cfg, params, sources, nl, ks=(16, 256, 1000), budget_s: float = 60.0):
+    """Candidates per second (sampling + assembly) at each k, one program batch per k."""
+    rows = []
+    t_end = time.time() + budget_s
+    for k in ks:
+        b = max(1, min(64, 4096 // k))
+        src, length = lexer.encode((sources * b)[:b], nl)
+        tokens, _ = jax.jit(lexer.lex, static_argnames=("limits",))(src, length, nl)
+        f = jax.jit(
+            lambda t, key, k=k: (
+                S.compile(t, params, key, k, nl, 0.8, 0.95, True, cfg=cfg).program.n_code
+            )
+        )
+        jax.block_until_ready(f(tokens, jax.random.key(0)))  # compile
+        times = []
+        for r in range(3):
+            t0 = time.time()
+            jax.block_until_ready(f(tokens, jax.random.key(r + 1)))
+            times.append(time.time() - t0)
+        med = float(np.median(times))
+        rows.append({"k": k, "programs": b, "candidates": b * k, "seconds": med,
+                     "candidates_per_s": b * k / med})  # fmt: skip
+        if time.time() > t_end:
+            break
+    return rows
+
+
+def main(argv=None) -> int:
+    from jaxcc.neural import data, weights
+
+    p = argparse.ArgumentParser(prog="python -m jaxcc.neural.evaluate")
+    p.add_argument("--out", required=True)
+    p.add_argument("--weights", default=weights.DEFAULT)
+    p.add_argument("--n", type=int, default=256, help="held-out programs per level")
+    p.add_argument("--k", type=int, default=32, help="temperature samples per program")
+    p.add_argument("--temperature", type=float, default=0.8)
+    p.add_argument("--probes", type=int, default=128)
+    p.add_argument("--levels", default="0,1,2,3")
+    p.add_argument("--handwritten", default="tests/neural_holdout")
+    p.add_argument("--throughput", action="store_true")
+    ns = p.parse_args(argv)
+    os.makedirs(ns.out, exist_ok=True)
+    cfg, params = weights.load(ns.weights)
+    nl, vl = api.NEURAL_LIMITS, api.VERIFY_LIMITS
+    key = jax.random.key(1234)
+    summary = {"device": jax.devices()[0].device_kind, "weights": ns.weights,
+               "weights_info": {k: v for k, v in weights.info(ns.weights).items() if k != "history"},
+               "k": ns.k, "temperature": ns.temperature, "probes": ns.probes, "levels": {}}  # fmt: skip
+    rows = []
+    for level in [int(x) for x in ns.levels.split(",")]:
+        srcs = data.generate(data.HELDOUT_SEEDS[0] + 1000 * level, ns.n, level, split="heldout")
+        greedy, ok, tg = judge(srcs, cfg, params, key, 1, 0.0, True, ns.probes, nl, vl)
+        samp, _, ts = judge(srcs, cfg, params, key, ns.k, ns.temperature, False, ns.probes, nl, vl)
+        c = samp.sum(axis=1)
+        live = ok
+        pk = {kk: float(np.mean([pass_at_k(ns.k, int(ci), kk) for ci in c[live]]))
+              for kk in (1, 2, 4, 8, 16) if kk <= ns.k}  # fmt: skip
+        summary["levels"][level] = {
+            "programs": int(live.sum()), "greedy_pass@1": float(greedy[live, 0].mean()),
+            "pass@k": pk, "p_correct_mean": float((c[live] / ns.k).mean()),
+            "any_of_k": float((c[live] > 0).mean()), "seconds_greedy": tg, "seconds_sampled": ts,
+        }  # fmt: skip
+        print(level, summary["levels"][level], flush=True)
+        toks, _ = jax.tree.map(np.asarray, lexer.lex(*lexer.encode(srcs, nl), nl))
+        ref, _ = reference_programs(srcs, nl)
+        feats = np.asarray(router.features(toks, ref.n_code))
+        for i in range(len(srcs)):
+            if live[i]:
+                rows.append((level, feats[i], int(c[i]), bool(greedy[i, 0])))
+    np.savez(os.path.join(ns.out, "eval_programs.npz"), level=np.array([r[0] for r in rows]),
+             features=np.stack([r[1] for r in rows]), correct=np.array([r[2] for r in rows]),
+             greedy=np.array([r[3] for r in rows]), n=ns.k)  # fmt: skip
+    # hand-written programs and examples: the neural path alone (level 2) at k = 16
+    hand = []
+    for d in (ns.handwritten, "examples"):
+        if os.path.isdir(d):
+            for f in sorted(os.listdir(d)):
+                if f.endswith(".py") and os.path.exists(os.path.join(d, f[:-3] + ".out")):
+                    hand.append(os.path.join(d, f))
+    if hand:
+        summary["handwritten"] = handwritten(hand)
+        print(
+            "handwritten",
+            summary["handwritten"]["correct"],
+            "/",
+            summary["handwritten"]["total"],
+            flush=True,
+        )
+    if ns.throughput:
+        srcs = data.generate(data.HELDOUT_SEEDS[0] + 99, 8, 2, split="heldout")
+        summary["throughput"] = throughput(cfg, params, srcs, nl)
+        print("throughput", summary["throughput"], flush=True)
+    with open(os.path.join(ns.out, "eval.json"), "w") as f:
+        json.dump(summary, f, indent=1)
+    return 0
+
+
+def handwritten(paths, k: int = 16):
+    """Compile each file with the neural path alone (as ``jaxcc run --compiler neural``
+    does) and compare what it prints (and its error name) with the expected output."""
+    from jaxcc import vm
+    from jaxcc.errors import EXCEPTION_NAME, Code
+    from jaxcc.limits import CLI
+
+    sources = [open(p).read() for p in paths]
+    lim = CLI._replace(max_stack=4096, max_depth=200, max_output=4096, max_steps=5_000_000,
+                       max_code=4096, max_source_bytes=8192, max_tokens=4096, max_nodes=4096)  # fmt: skip
+    prog, err, _ = api.compile_many(sources, lim, mode="neural", k=k)
+    res = jax.device_get(vm.run(prog, lim))
+    per = []
+    for i, pth in enumerate(paths):
+        want = open(pth[:-3] + ".out").read()
+        first = sources[i].splitlines()[0] if sources[i] else ""
+        exp_exc = first.split("expect:")[1].strip() if "expect:" in first else None
+        if int(err.code[i]) != Code.OK:
+            per.append(
+                {
+                    "file": pth,
+                    "ok": False,
+                    "why": f"compile error {int(err.code[i])}/{int(err.detail[i])}",
+                }
+            )
+            continue
+        got = isa.format_output(res.out_kind[i], res.out_val[i], res.n_out[i])
+        st = int(res.status[i])
+        exc = None if st == Code.OK else EXCEPTION_NAME.get(Code(st), str(st))
+        per.append({"file": pth, "ok": got == want and exc == exp_exc, "why": exc or ""})
+    return {"k": k, "total": len(per), "correct": sum(r["ok"] for r in per), "files": per}
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
