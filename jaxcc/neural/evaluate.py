@@ -120,7 +120,8 @@ def throughput(cfg, params, sources, nl, ks=(16, 256, 1000), budget_s: float = 6
 
 
 def main(argv=None) -> int:
-    from jaxcc.neural import data, weights
+    from jaxcc.neural import corpus as data
+    from jaxcc.neural import weights
 
     p = argparse.ArgumentParser(prog="python -m jaxcc.neural.evaluate")
     p.add_argument("--out", required=True)

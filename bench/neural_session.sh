@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The GPU runs behind docs/neural.md, in parts that each fit one 10-minute device call.
+#   bash bench/neural_session.sh train SECONDS   # resume out/ckpt (carried), export $OUT/model.npz
+#   bash bench/neural_session.sh eval            # pass@k, hand-written, throughput -> $OUT/eval
+#   bash bench/neural_session.sh rl SECONDS      # fine-tune shipped weights from execution
+set -uo pipefail
+export PYTHONPATH=. PYTHONUNBUFFERED=1
+part=$1
+nvidia-smi -L
+case $part in
+train)
+  python -m jaxcc.neural.train --out out/ckpt --steps "${STEPS:-24000}" --batch 32 \
+    --time-limit "$2" --workers 15 --eval-every 1000 --ckpt-every 1000000 \
+    --export "$OUT/model.npz" 2>&1 | tr '\r' '\n' | grep -E "heldout|stopped|Error|rror:"
+  cp out/ckpt/meta.json out/ckpt/curves.png "$OUT/" ;;
+eval)
+  w=jaxcc/neural/weights/model.npz; [ -f "$OUT/model.npz" ] && w="$OUT/model.npz"
+  python -m jaxcc.neural.evaluate --out "$OUT/eval" --weights "$w" --n "${N:-128}" --k 16 --probes 128 \
+    --throughput 2>&1 | grep -v Warning ;;
+rl)
+  python -m jaxcc.neural.finetune --export "$OUT/rl_model.npz" --time-limit "$2" \
+    --levels "${LEVELS:-0,1}" 2>&1 | awk 'NR%10==1 || /rror/' ;;
+esac
