@@ -126,12 +126,27 @@ def _add_backend_options(p: argparse.ArgumentParser) -> None:
         "exactly as the deterministic compiler's code on probe inputs, and everything "
         f"else to 'jax'); default {DEFAULT_COMPILER}",
     )
-    p.add_argument("--samples", type=int, default=16, metavar="K",
-                   help="neural/hybrid: candidates sampled per program (default 16)")
-    p.add_argument("--temperature", type=float, default=0.8, metavar="T",
-                   help="neural/hybrid: sampling temperature (0: all greedy; default 0.8)")
-    p.add_argument("--seed", type=int, default=0, metavar="S",
-                   help="neural/hybrid: random seed of the sampler (default 0)")
+    p.add_argument(
+        "--samples",
+        type=int,
+        default=16,
+        metavar="K",
+        help="neural/hybrid: candidates sampled per program (default 16)",
+    )
+    p.add_argument(
+        "--temperature",
+        type=float,
+        default=0.8,
+        metavar="T",
+        help="neural/hybrid: sampling temperature (0: all greedy; default 0.8)",
+    )
+    p.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        metavar="S",
+        help="neural/hybrid: random seed of the sampler (default 0)",
+    )
     p.add_argument(
         "--vm",
         default=DEFAULT_VM,

@@ -284,8 +284,10 @@ def message(code: int, detail: int = 0) -> str:
     if code == Code.TYPE:
         return TYPE_MESSAGES.get(detail, "type error")
     if code == Code.LIMIT and detail == Limit.NEURAL:
-        return ("the neural compiler produced no candidate it could accept (the program is "
-                "outside its bounds, or no two samples agreed); use --compiler hybrid or jax")
+        return (
+            "the neural compiler produced no candidate it could accept (the program is "
+            "outside its bounds, or no two samples agreed); use --compiler hybrid or jax"
+        )
     if code == Code.LIMIT:
         return f"program exceeds the limit {LIMIT_FIELD.get(detail, '?')}"
     if code == Code.NAME:

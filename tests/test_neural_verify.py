@@ -80,7 +80,9 @@ def test_level3_accepts_only_the_exact_behaviour(setup):
     v = verify.verify_against(cands, ref, probes, LIM)
     r = np.asarray(v.reason)
     assert r[:, 0].tolist() == [Reason.ACCEPTED] * 2
-    assert r[0, 1] == Reason.MODULE_OUTPUT and r[1, 1] == Reason.MODULE_OUTPUT  # prints differ first
+    assert (
+        r[0, 1] == Reason.MODULE_OUTPUT and r[1, 1] == Reason.MODULE_OUTPUT
+    )  # prints differ first
     assert r[0, 2] == Reason.FUNCTION_RESULT  # 10 -> 11: only the literal probes catch it
     assert r[0, 3] == Reason.MALFORMED and r[1, 3] == Reason.MALFORMED
     assert r[0, 4] == Reason.MODULE_OUTPUT

@@ -123,7 +123,7 @@ def label(
             return LabelResult(None, "cross_function_jump")
         labels: dict[int, int] = {}
 
-        def lab(t: int) -> int:
+        def lab(t: int, labels: dict = labels) -> int:
             if t not in labels:
                 labels[t] = len(labels)
             return labels[t]

@@ -63,7 +63,8 @@ def judge(sources, cfg, params, key, k, temperature, greedy_first, n_probes, nl,
         idx = list(range(i, min(i + batch, len(sources))))
         pad = idx + [idx[-1]] * (batch - len(idx))
         src, length = lexer.encode([sources[j] for j in pad], nl)
-        r = jax.tree.map(lambda x: x[np.asarray(pad)], ref)
+        sel = np.asarray(pad)
+        r = jax.tree.map(lambda x, sel=sel: x[sel], ref)
         t0 = time.time()
         v = _judge_jit(src, length, params, jax.random.fold_in(key, i), r, temperature, cfg, k,
                        greedy_first, n_probes, nl, vl)  # fmt: skip
@@ -142,7 +143,7 @@ def main(argv=None) -> int:
                "weights_info": {k: v for k, v in weights.info(ns.weights).items() if k != "history"},
                "k": ns.k, "temperature": ns.temperature, "probes": ns.probes, "levels": {}}  # fmt: skip
     rows = []
-    for level in [int(x) for x in ns.levels.split(",")]:
+    for level in [int(x) for x in ns.levels.split(",") if x]:
         srcs = data.generate(data.HELDOUT_SEEDS[0] + 1000 * level, ns.n, level, split="heldout")
         greedy, ok, tg = judge(srcs, cfg, params, key, 1, 0.0, True, ns.probes, nl, vl)
         samp, _, ts = judge(srcs, cfg, params, key, ns.k, ns.temperature, False, ns.probes, nl, vl)
@@ -162,7 +163,8 @@ def main(argv=None) -> int:
         for i in range(len(srcs)):
             if live[i]:
                 rows.append((level, feats[i], int(c[i]), bool(greedy[i, 0])))
-    np.savez(os.path.join(ns.out, "eval_programs.npz"), level=np.array([r[0] for r in rows]),
+    if rows:
+        np.savez(os.path.join(ns.out, "eval_programs.npz"), level=np.array([r[0] for r in rows]),
              features=np.stack([r[1] for r in rows]), correct=np.array([r[2] for r in rows]),
              greedy=np.array([r[3] for r in rows]), n=ns.k)  # fmt: skip
     # hand-written programs and examples: the neural path alone (level 2) at k = 16
@@ -183,7 +185,7 @@ def main(argv=None) -> int:
         )
     if ns.throughput:
         srcs = data.generate(data.HELDOUT_SEEDS[0] + 99, 8, 2, split="heldout")
-        summary["throughput"] = throughput(cfg, params, srcs, nl)
+        summary["throughput"] = throughput(cfg, params, srcs, nl, budget_s=200.0)
         print("throughput", summary["throughput"], flush=True)
     with open(os.path.join(ns.out, "eval.json"), "w") as f:
         json.dump(summary, f, indent=1)

@@ -138,7 +138,9 @@ def main(argv=None) -> int:
     key = jax.random.key(ns.seed)
     lim = TRAIN_LIMITS
     for step in range(ns.steps):
-        b = corpus.batch_at(ns.seed + 7919, step, ns.batch, levels[step % len(levels)], lim, cfg.nlimits)
+        b = corpus.batch_at(
+            ns.seed + 7919, step, ns.batch, levels[step % len(levels)], lim, cfg.nlimits
+        )
         src = prepare(b["source"], b["length"], lim, cfg.nlimits)
         tokens, _ = jax.jit(lexer.lex, static_argnames="limits")(b["source"], b["length"], lim)
         params, opt_state, m = rl_step(params, opt_state, tokens, src, jnp.asarray(b["target"]),

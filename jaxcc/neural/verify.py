@@ -89,7 +89,11 @@ def _one_probe(kind, value, n_tokens, key, n_probes: int):
     rnd = jnp.where((p + a) % 3 == 0, small, jnp.where((p + a) % 3 == 1, medium, full))
     in_lit = (p >= len(_BOUNDARY)) & (p < len(_BOUNDARY) + n_pool)
     n1 = jnp.maximum(n_lit, 1)
-    from_lit = lits[lit_idx % n1] + (lit_idx // n1 == 2).astype(jnp.int32) - (lit_idx // n1 == 1).astype(jnp.int32)
+    from_lit = (
+        lits[lit_idx % n1]
+        + (lit_idx // n1 == 2).astype(jnp.int32)
+        - (lit_idx // n1 == 1).astype(jnp.int32)
+    )
     return jnp.where(p < len(_BOUNDARY), boundary, jnp.where(in_lit, from_lit, rnd))
 
 
@@ -132,7 +136,9 @@ def behaviour(program: isa.Program, probe_args, limits: Limits) -> Behaviour:
     per = 1 + (f - 1) * p
     t = vm._tables(program)
     pid = jnp.repeat(jnp.arange(n, dtype=jnp.int32), per)
-    fid = jnp.concatenate([jnp.zeros(1, jnp.int32), jnp.repeat(jnp.arange(1, f, dtype=jnp.int32), p)])
+    fid = jnp.concatenate(
+        [jnp.zeros(1, jnp.int32), jnp.repeat(jnp.arange(1, f, dtype=jnp.int32), p)]
+    )
     entry = jnp.tile(fid, n)
     args = jnp.concatenate(
         [jnp.zeros((n, 1, a), jnp.int32), probe_args[:, 1:].reshape(n, (f - 1) * p, a)], axis=1
@@ -188,7 +194,9 @@ def verify_against(candidates: isa.Program, reference: isa.Program, probes: Prob
     f = probes.args.shape[1]
     sig = ((c.n_funcs == r.n_funcs) & jnp.all(c.nparams == r.nparams, axis=-1)
            & (r.n_funcs <= f))  # fmt: skip
-    mstat = (c.status == r.status) & ((r.status == Code.OK) | ((c.line == r.line) & (c.detail == r.detail)))
+    mstat = (c.status == r.status) & (
+        (r.status == Code.OK) | ((c.line == r.line) & (c.detail == r.detail))
+    )
     mout = (c.n_out == r.n_out) & jnp.all(c.out == r.out, axis=(-1, -2))
     check = (r.f_status != Code.TIMEOUT) & (r.f_status != -2)
     timeout = jnp.any(check & (c.f_status == Code.TIMEOUT), axis=(-1, -2))
@@ -223,12 +231,16 @@ def cluster(candidates: isa.Program, probes: Probes, limits: Limits) -> ClusterV
         jnp.where(beh.f_status == Code.OK, beh.f_result, 0).reshape(b * k, -1),
     ], axis=-1).reshape(b, k, -1)  # fmt: skip
     valid = ~beh.malformed.reshape(b, k)
-    same = jnp.all(vec[:, :, None] == vec[:, None, :], axis=-1) & valid[:, None, :] & valid[:, :, None]
+    same = (
+        jnp.all(vec[:, :, None] == vec[:, None, :], axis=-1) & valid[:, None, :] & valid[:, :, None]
+    )
     size = jnp.sum(same, axis=-1).astype(jnp.int32)
     found = jnp.any(valid, axis=1)
     best = jnp.where(found, jnp.argmax(size, axis=1), -1).astype(jnp.int32)
     win = jnp.take_along_axis(same, jnp.maximum(best, 0)[:, None, None], axis=1)[:, 0]
-    reason = jnp.where(~valid, Reason.MALFORMED, jnp.where(win & found[:, None], Reason.ACCEPTED, Reason.OUTVOTED))
+    reason = jnp.where(
+        ~valid, Reason.MALFORMED, jnp.where(win & found[:, None], Reason.ACCEPTED, Reason.OUTVOTED)
+    )
     return ClusterVerdict(best, size, found, reason.astype(jnp.int32))
 
 
@@ -260,6 +272,8 @@ def verify_tests(candidates: isa.Program, cases, limits: Limits) -> TestVerdict:
     ok = jnp.all(passed | ~valid, axis=1).reshape(b, k)
     malformed = jnp.any((st == Code.INVALID_BYTECODE) & valid, axis=1).reshape(b, k)
     steps = jnp.sum(jnp.where(valid, r.steps.reshape(n, kc), 0), axis=1).reshape(b, k)
-    reason = jnp.where(ok, Reason.ACCEPTED, jnp.where(malformed, Reason.MALFORMED, Reason.TEST_FAILED))
+    reason = jnp.where(
+        ok, Reason.ACCEPTED, jnp.where(malformed, Reason.MALFORMED, Reason.TEST_FAILED)
+    )
     best, found = _best(ok, steps)
     return TestVerdict(ok, steps.astype(jnp.int32), best, found, reason.astype(jnp.int32))

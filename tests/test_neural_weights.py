@@ -1,0 +1,35 @@
+"""The shipped model loads with no network, matches its config, and says where it came
+from; the router's weights load. (Its accuracy is measured on the GPU: docs/neural.md.)"""
+
+import jax
+import numpy as np
+
+from jaxcc.neural import router, weights
+from jaxcc.neural.model import init_params
+
+
+def test_shipped_weights_load_and_match_their_config():
+    assert weights.available()
+    cfg, params = weights.load()
+    like = init_params(cfg, 0)
+    a, b = jax.tree.leaves(like), jax.tree.leaves(params)
+    assert len(a) == len(b) and all(x.shape == y.shape for x, y in zip(a, b, strict=True))
+    assert all(np.all(np.isfinite(np.asarray(x))) for x in b)
+    info = weights.info()
+    assert info["command"] and info["step"] > 0 and "hyper" in info
+    size = sum(x.size for x in b)
+    assert size * 2 < 16 * 2**20  # float16 under the issue's 16 MB
+
+
+def test_router_weights_load_and_score():
+    params, threshold = router.load()
+    assert 0.0 < threshold < 1.0
+    s = np.asarray(router.score(params, np.zeros((3, len(router.FEATURES)), np.float32)))
+    assert s.shape == (3,) and np.all((s >= 0) & (s <= 1))
+
+
+def test_router_roc_and_threshold_on_known_data():
+    scores = np.array([0.9, 0.8, 0.7, 0.4, 0.3, 0.1])
+    labels = np.array([1, 1, 0, 1, 0, 0], bool)
+    assert abs(router.auc(scores, labels) - 7 / 9) < 1e-9
+    assert router.choose_threshold(scores, labels, 1.0) == 0.8
