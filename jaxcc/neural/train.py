@@ -90,7 +90,7 @@ def train_step(params, opt_state, src, target, target_len, cfg: Config, tx):
     updates, opt_state = tx.update(grads, opt_state, params)
     params = optax.apply_updates(params, updates)
     return params, opt_state, {"loss": loss, "acc": acc, "exact": exact,
-                               "gnorm": optax.global_norm(grads)}  # fmt: skip
+                               "gnorm": optax.tree.norm(grads)}  # fmt: skip
 
 
 @functools.partial(jax.jit, static_argnames=("cfg",))
