@@ -31,5 +31,14 @@ def test_router_weights_load_and_score():
 def test_router_roc_and_threshold_on_known_data():
     scores = np.array([0.9, 0.8, 0.7, 0.4, 0.3, 0.1])
     labels = np.array([1, 1, 0, 1, 0, 0], bool)
-    assert abs(router.auc(scores, labels) - 7 / 9) < 1e-9
+    assert abs(router.auc(scores, labels) - 8 / 9) < 1e-9  # 8 of 9 (pos, neg) pairs ordered
     assert router.choose_threshold(scores, labels, 1.0) == 0.8
+
+
+def test_router_fit_separates_a_learnable_label():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(400, len(router.FEATURES))).astype(np.float32)
+    y = x[:, 0] - 0.5 * x[:, 3] > 0  # the label depends on two features
+    params = router.fit(x[:200], y[:200], steps=300)
+    s = np.asarray(router.score(params, x[200:]))
+    assert router.auc(s, y[200:]) > 0.95

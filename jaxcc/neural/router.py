@@ -68,7 +68,7 @@ def features(tokens, n_code):
 
 def score(params: dict, feats):
     """Probability (Float32[B]) that the neural path compiles each program."""
-    z = (feats - params["mean"]) / params["std"]
+    z = (feats - params["mean"][None, :]) / params["std"][None, :]
     return jax.nn.sigmoid(z @ params["w"] + params["b"])
 
 
@@ -86,7 +86,7 @@ def fit(feats, labels, steps: int = 2000, lr: float = 0.05, l2: float = 1e-3, se
     st = tx.init(p)
 
     def loss(p):
-        z = (feats - mean) / std @ p["w"] + p["b"]
+        z = ((feats - mean[None, :]) / std[None, :]) @ p["w"] + p["b"]
         return jnp.mean(optax.sigmoid_binary_cross_entropy(z, y)) + l2 * jnp.sum(p["w"] ** 2)
 
     @jax.jit
