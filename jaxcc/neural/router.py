@@ -95,8 +95,9 @@ def fit(feats, labels, steps: int = 2000, lr: float = 0.05, l2: float = 1e-3, se
         u, st = tx.update(g, st)
         return optax.apply_updates(p, u), st
 
-    for _ in range(steps):
-        p, st = step(p, st)
+    with jax.numpy_dtype_promotion("standard"):  # optax mixes its int32 count with floats
+        for _ in range(steps):
+            p, st = step(p, st)
     return {"w": p["w"], "b": p["b"], "mean": mean, "std": std}
 
 
