@@ -1,6 +1,6 @@
 """The neural compiler's output language: bytecode as a token sequence.
 
-This module is the contract between the labeller (``data.py``: deterministic bytecode to
+This module is the contract between the labeller (``corpus.py``: deterministic bytecode to
 tokens), the decoding mask (``grammar.py``: which token may come next), the assembler
 (``assemble.py``: tokens to ``isa.Program`` arrays) and the model (``model.py``). It
 defines no behaviour of its own beyond the numbering.
