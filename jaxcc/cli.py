@@ -3,11 +3,12 @@
 Implementations are chosen through two small registries (name -> callable):
 
 * compilers: ``compile_many(sources: list[str], limits) -> (Program batched, Error batched,
-  list[DebugInfo])``; ``python`` is jaxcc.reference.compiler, ``jax`` is jaxcc.compiler
-  (offered only when it imports and has compile_many).
+  list[DebugInfo])``; ``python`` is jaxcc.reference.compiler, ``jax`` is jaxcc.compiler;
+  ``neural`` and ``hybrid`` are jaxcc.neural.api (offered only when its weights exist).
 * vms: ``run(program_batched, limits, entry=None, args=None) -> RunResult`` (batched);
-  ``python`` is the reference interpreter, ``jax`` is jaxcc.vm.run (offered only when it
-  imports).
+  ``python`` is the reference interpreter, ``jax`` is jaxcc.vm.run.
+
+Backends are imported only when asked for; an error while importing one propagates.
 
 All files given to ``run`` are compiled as one batch and run as one batch.
 """
@@ -45,14 +46,10 @@ def _reference_run(program, limits, entry=None, args=None):
     return interp.run_batch(program, limits, entry, args)
 
 
-def _optional(module: str, attr: str) -> Callable | None:
-    """module.attr if the module imports and has it (lazy registration of jax backends)."""
-    try:
-        mod = importlib.import_module(module)
-    except Exception:  # noqa: BLE001 - a half-written backend must not break the CLI
-        return None
-    fn = getattr(mod, attr, None)
-    return fn if callable(fn) else None
+def _lazy(module: str, attr: str) -> Callable:
+    """module.attr, imported only when asked for (jax and flax are slow to import). An
+    error while importing it propagates: a bug in a backend must not read as "unavailable"."""
+    return getattr(importlib.import_module(module), attr)
 
 
 def compilers(name: str | None = None, **neural) -> dict[str, Callable]:
@@ -60,13 +57,11 @@ def compilers(name: str | None = None, **neural) -> dict[str, Callable]:
     ``neural``: options of the neural and hybrid compilers (k, temperature, seed)."""
     reg: dict[str, Callable] = {"python": _reference_compile_many}
     if name in (None, "jax"):
-        jax_compile = _optional("jaxcc.compiler", "compile_many")
-        if jax_compile is not None:
-            reg["jax"] = jax_compile
+        reg["jax"] = _lazy("jaxcc.compiler", "compile_many")
     if name in (None, "neural", "hybrid"):
-        neural_compile = _optional("jaxcc.neural.api", "compile_many")
-        weights_ok = _optional("jaxcc.neural.weights", "available")
-        if neural_compile is not None and weights_ok is not None and weights_ok():
+        # offered only when the weights are there (they are a separate download)
+        if _lazy("jaxcc.neural.weights", "available")():
+            neural_compile = _lazy("jaxcc.neural.api", "compile_many")
             for mode in ("neural", "hybrid"):
                 reg[mode] = functools.partial(neural_compile, mode=mode, **neural)
     return reg
@@ -76,9 +71,7 @@ def vms(name: str | None = None) -> dict[str, Callable]:
     """The VM registry. With ``name``, only that entry is looked up (lazily)."""
     reg: dict[str, Callable] = {"python": _reference_run}
     if name in (None, "jax"):
-        jax_run = _optional("jaxcc.vm", "run")
-        if jax_run is not None:
-            reg["jax"] = jax_run
+        reg["jax"] = _lazy("jaxcc.vm", "run")
     return reg
 
 
@@ -119,7 +112,7 @@ def _add_backend_options(p: argparse.ArgumentParser) -> None:
         default=DEFAULT_COMPILER,
         metavar="NAME",
         help="compiler implementation: 'python' (the host reference compiler), 'jax' "
-        "(the JAX compiler, when installed), 'neural' (the shipped transformer: K "
+        "(the JAX compiler), 'neural' (the shipped transformer: K "
         "candidates per program, the one whose behaviour most candidates share is kept; "
         "no test decides it, so it can be wrong: docs/neural.md) or 'hybrid' (a router "
         "sends simple programs to the neural compiler, whose candidates must behave "
@@ -152,7 +145,7 @@ def _add_backend_options(p: argparse.ArgumentParser) -> None:
         default=DEFAULT_VM,
         metavar="NAME",
         help="bytecode interpreter: 'python' (the reference interpreter) or 'jax' "
-        f"(the batched JAX VM, when installed); default {DEFAULT_VM}",
+        f"(the batched JAX VM); default {DEFAULT_VM}",
     )
 
 

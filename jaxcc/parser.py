@@ -23,6 +23,7 @@ import numpy as np
 from jax import lax
 
 from jaxcc import grammar as G
+from jaxcc import lexer
 from jaxcc.errors import Code, Error, Limit, Syntax, source_lines
 from jaxcc.limits import DEFAULT, Limits
 from jaxcc.syntax import Ann, Ast, Ctx, Node
@@ -588,15 +589,9 @@ def parse(
 
 
 def _lex(source: bytes, limits: Limits):
-    """Tokens of one program: the JAX lexer, or the host oracle if there is no lexer."""
-    try:
-        from jaxcc.lexer import encode, lex
-    except ImportError:
-        from jaxcc.reference.host_lex import host_lex
-
-        return host_lex(source, limits)
-    buf, length = encode([source], limits)
-    return lex(buf[0], length[0], limits)
+    """Tokens and lexer error of one program."""
+    buf, length = lexer.encode([source], limits)
+    return lexer.lex(buf[0], length[0], limits)
 
 
 def main(argv: list[str] | None = None, limits: Limits | None = None) -> int:

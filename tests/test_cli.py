@@ -192,6 +192,14 @@ def test_missing_file_and_unknown_backend(tmp_path, capsys):
     assert "python" in cli.vms() and "python" in cli.compilers()
 
 
+def test_backend_import_errors_surface(tmp_path, monkeypatch):
+    """A backend that fails to import raises its error, not "unavailable compiler"."""
+    ok = write(tmp_path, "ok.py", "print(2)\n")
+    monkeypatch.setitem(sys.modules, "jaxcc.compiler", None)  # import raises ImportError
+    with pytest.raises(ImportError, match="jaxcc.compiler"):
+        cli.main(["run", ok, "--compiler", "jax", "--vm", "python"])
+
+
 def test_dis(tmp_path, capsys):
     f = write(tmp_path, "d.py", HELLO)
     status, out, err = jaxcc(capsys, "dis", f)
