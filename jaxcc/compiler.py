@@ -18,9 +18,6 @@ from jaxcc import isa, lexer, middle, parser
 from jaxcc.errors import Code, Error, Limit, source_lines
 from jaxcc.limits import DEFAULT, Limits
 
-# The stages in order, by name: bench/ times each and a driver can dump after any one.
-STAGES = ("lex", "parse", "middle_end")
-
 
 class Compiled(NamedTuple):
     program: isa.Program  # Int32 arrays [B, I] / [B, F]
@@ -67,9 +64,13 @@ def _debug(source: str | bytes) -> DebugInfo:
 # holds them, so a CLI run compiles (or finds in the persistent cache) one of a few
 # shapes instead of the large CLI limits. Sizes scale with the source bytes.
 TIER_BYTES = (1024, 4096, 16384, 65536, 262144)
-_SIZED = ("max_tokens", "max_nodes", "max_code", "max_parse_depth")
 # Limit errors that a larger tier may cure (it raises exactly these fields).
-_TIER_LIMITS = (Limit.TOKENS, Limit.NODES, Limit.CODE, Limit.PARSE_DEPTH)
+_TIER_FIELDS = {
+    Limit.TOKENS: "max_tokens",
+    Limit.NODES: "max_nodes",
+    Limit.CODE: "max_code",
+    Limit.PARSE_DEPTH: "max_parse_depth",
+}
 
 
 def tier(limits: Limits, nbytes: int) -> Limits:
@@ -116,10 +117,8 @@ def compile_many(sources, limits: Limits = DEFAULT):
             out = jax.device_get(compile_arrays(source, length, t))
             for j, i in enumerate(idx):
                 code, detail = int(out.error.code[j]), int(out.error.detail[j])
-                field = {Limit.TOKENS: "max_tokens", Limit.NODES: "max_nodes",
-                         Limit.CODE: "max_code", Limit.PARSE_DEPTH: "max_parse_depth"}.get(detail)  # fmt: skip
-                if (code == Code.LIMIT and detail in _TIER_LIMITS
-                        and getattr(t, field) < getattr(limits, field)):  # fmt: skip
+                field = _TIER_FIELDS.get(detail) if code == Code.LIMIT else None
+                if field is not None and getattr(t, field) < getattr(limits, field):
                     bigger = tier(limits, 2 * t.max_source_bytes)
                     if bigger != t:
                         todo[i] = bigger

@@ -2,8 +2,8 @@
 
 ``middle_end(ast, tokens, limits, error=None) -> (Program, Error)`` is one pure,
 jittable function. ``PASSES`` names the passes in order; each takes and returns a
-``State`` for ONE program (``run`` vmaps them over a batch), so a driver can time each
-pass or look at the arrays after any of them. docs/middle_end.md describes them.
+``State`` for ONE program (``middle_end`` runs them in order under one vmap).
+docs/middle_end.md describes them.
 
 Errors: the incoming error (lexer/parser) wins; then, as the reference compiler's
 phases: CPython's compile()-time SyntaxErrors, the int-literal check, names, types,
@@ -90,23 +90,3 @@ def middle_end(ast, tokens, limits: Limits, error: Error | None = None):
     if batched:
         f = jax.vmap(f)
     return f(ast, err)
-
-
-def initial_state(ast, error: Error | None = None) -> State:
-    """The State before the first pass, for a batch (leading axis B) of ASTs."""
-    B = jnp.shape(ast.kind)[0]
-    if error is None:
-        z = jnp.zeros((B,), jnp.int32)
-        error = Error(z, z, z, z)
-    ast = type(ast)(*(jnp.asarray(x, jnp.int32) for x in ast))
-    err = Err(
-        *(jnp.asarray(x, jnp.int32) for x in (error.code, error.line, error.col, error.detail))
-    )
-    return State(ast=ast, error=err)
-
-
-def run_pass(name: str, state: State, limits: Limits) -> State:
-    """Run one pass of PASSES by name on a batched State (vmapped; jit it with limits
-    static to time it): ``st = initial_state(ast); for name, _ in PASSES: st = run_pass(name, st, limits)``."""
-    f = dict(PASSES)[name]
-    return jax.vmap(lambda s: f(s, limits))(state)
