@@ -28,8 +28,9 @@ from jaxcc.limits import DEFAULT, Limits
 from jaxcc.tokens import KEYWORDS_AFTER_NUMBER, N_RESERVED_NAMES, Tok, Tokens
 
 i32 = jnp.int32
-# how the DFA scan composes transition functions (read at trace time): "vector" composes
-# the 41-state vectors; "merge" looks up the merge table (docs/lexer.md)
+# how lex's DFA scan composes transition functions (read at trace time): "vector" composes
+# the 41-state vectors; "merge" looks up the merge table, faster alone on the CPU but the
+# whole lexer compiled far more slowly with it; not yet measured on the GPU (docs/lexer.md)
 DFA_MODE = "vector"
 u32 = jnp.uint32
 _BIG = 1 << 30
@@ -67,7 +68,7 @@ def _at(x, i, fill=0):
 # --------------------------------------------------------------------------- DFA
 
 
-def _dfa_states(cls, mode: str = "merge", tables=None):
+def _dfa_states(cls, mode: str, tables=None):
     """State of the restart DFA after each byte.
 
     Equivalent sequential Python::
@@ -79,9 +80,10 @@ def _dfa_states(cls, mode: str = "merge", tables=None):
 
     Each byte's transition function f[s] = TRANS[c, s]; composition (f then g)[s] =
     g[f[s]] is associative, so an associative scan gives every prefix composition, whose
-    entry S0 is the state. mode "merge" (default): functions are ids of the ~1.7k
-    distinct compositions and combining is one lookup in the merge table (2 bytes per
-    element); mode "vector": the 41-entry vectors themselves are composed by a gather.
+    entry S0 is the state. mode "vector" (what ``lex`` uses, ``DFA_MODE``): the 41-entry
+    vectors themselves are composed by a gather; mode "merge": functions are ids of the
+    ~1.7k distinct compositions and combining is one lookup in the merge table ``tables``
+    (2 bytes per element).
     """
     if mode == "merge":
         # the tables come in as arguments: a multi-MB constant would be copied into
