@@ -4,15 +4,18 @@
 #   bash bench/neural_session.sh eval            # pass@k, hand-written, throughput -> $OUT/eval
 #   bash bench/neural_session.sh rl SECONDS      # fine-tune shipped weights from execution
 set -uo pipefail
-export PYTHONPATH=. PYTHONUNBUFFERED=1
+export PYTHONPATH=. PYTHONUNBUFFERED=1 JAXCC_CACHE_DIR=$PWD/.jax_cache
 part=$1
 nvidia-smi -L
 case $part in
 train)
-  python -m jaxcc.neural.train --out out/ckpt --steps "${STEPS:-24000}" --batch 32 \
-    --time-limit "$2" --workers 15 --eval-every 1000 --ckpt-every 1000000 \
-    --export "$OUT/model.npz" 2>&1 | tr '\r' '\n' | grep -E "heldout|stopped|Error|rror:"
-  cp out/ckpt/meta.json out/ckpt/curves.png "$OUT/" ;;
+  # out/ is git-ignored: a call made while the machine is still warm finds the
+  # checkpoint of the call before and resumes it exactly
+  python -m jaxcc.neural.train --out out/ckpt2 --config "${CONFIG:-base}" \
+    --steps "${STEPS:-32000}" --batch "${BATCH:-64}" --reuse "${REUSE:-2}" \
+    --time-limit "$2" --workers 15 --eval-every 2000 --ckpt-every 1000000 \
+    --export "$OUT/model.npz" 2>&1 | tr '\r' '\n' | awk '/heldout|stopped|rror/ || NR % 400 == 0'
+  cp out/ckpt2/meta.json out/ckpt2/curves.png "$OUT/" ;;
 eval)
   w=jaxcc/neural/weights/model.npz; [ -f "$OUT/model.npz" ] && w="$OUT/model.npz"
   python -m jaxcc.neural.evaluate --out "$OUT/eval" --weights "$w" --n "${N:-128}" --k 16 --probes 128 \

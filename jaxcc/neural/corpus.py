@@ -35,6 +35,7 @@ LEVELS = {0: (1, 1, 1, 2), 1: (2, 2, 1, 3), 2: (2, 2, 2, 3), 3: (3, 3, 2, 4)}
 class LabelResult(NamedTuple):
     tokens: np.ndarray | None  # Int32[n]: the sequence without BOS, ending in EOS
     reason: str  # "ok" or why the program is outside the neural path
+    n_src: int = 0  # source tokens the model reads (COMMENT and NL dropped)
 
 
 def _program_seed(seed: int, i: int, level: int) -> int:
@@ -167,7 +168,7 @@ def label(
     seq.append(V.EOS)
     if len(seq) > nlimits.max_out:
         return LabelResult(None, "too_long_output")
-    return LabelResult(np.asarray(seq, np.int32), "ok")
+    return LabelResult(np.asarray(seq, np.int32), "ok", int(keep.sum()))
 
 
 def batch_at(seed: int, index: int, batch: int, level: int, limits: Limits,
@@ -178,6 +179,7 @@ def batch_at(seed: int, index: int, batch: int, level: int, limits: Limits,
     length = np.zeros(batch, np.int32)
     target = np.zeros((batch, nlimits.max_out), np.int32)
     tlen = np.zeros(batch, np.int32)
+    n_src = np.zeros(batch, np.int32)
     j = b = 0
     while b < batch:
         src = generate_one(_program_seed(seed, index * 4 * batch + j, level), level)
@@ -192,6 +194,7 @@ def batch_at(seed: int, index: int, batch: int, level: int, limits: Limits,
         length[b] = len(data)
         target[b, : len(lb.tokens)] = lb.tokens
         tlen[b] = len(lb.tokens)
+        n_src[b] = lb.n_src
         b += 1
     return {"source": source, "length": length, "target": target, "target_len": tlen,
-            "level": np.full(batch, level, np.int32)}  # fmt: skip
+            "n_src": n_src, "level": np.full(batch, level, np.int32)}  # fmt: skip

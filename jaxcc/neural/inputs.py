@@ -40,6 +40,10 @@ class Src(NamedTuple):
     kind: object  # Int32[Array, "B S"]  Tok (PAD beyond n)
     name: object  # Int32[Array, "B S"]  name id of NAME tokens, else 0
     lit: object  # Int32[Array, "B S"]  literal slot of NUMBER tokens, else 0
+    clit: object  # Int32[Array, "B S"]  canonical slot: the first NUMBER with this value
+    indent: object  # Int32[Array, "B S"]  block depth (INDENTs minus DEDENTs so far), <= 15
+    paren: object  # Int32[Array, "B S"]  bracket depth before the token, <= 15
+    col: object  # Int32[Array, "B S"]  index of the token in its logical line, <= 63
     bucket: object  # Int32[Array, "B S"]  value bucket (66 for non-numbers)
     line: object  # Int32[Array, "B S"]  line, clipped to [0, N_LINES]
     n: object  # Int32[Array, "B"]  tokens kept
@@ -63,6 +67,24 @@ def _one(kind, value, line, n_tokens, max_src: int):
     is_num = keep & (kind == Tok.NUMBER)
     is_name = keep & (kind == Tok.NAME)
     lit_idx = jnp.cumsum(is_num) - 1
+    # canonical slot: the labeller names a constant by the FIRST literal of that value
+    # (vocab.py), which a model cannot find from value buckets alone (values >= 64 share
+    # a bucket): give it directly, so emitting LIT_i is a copy of the attended token
+    same = (value[:, None] == value[None, :]) & is_num[:, None] & is_num[None, :]
+    first = jnp.argmax(same, axis=1)  # first NUMBER token with the same value
+    clit_idx = jnp.where(is_num, lit_idx[first], 0)
+    indent = jnp.cumsum((kind == Tok.INDENT).astype(jnp.int32) - (kind == Tok.DEDENT))
+    opener = (kind == Tok.LPAR).astype(jnp.int32) - (kind == Tok.RPAR)
+    paren = jnp.cumsum(opener) - opener * (opener > 0)
+    is_nl = keep & (kind == Tok.NEWLINE)
+    line_start = jnp.cumsum(is_nl) - is_nl  # logical lines ended before this token
+    kpos = jnp.cumsum(keep) - 1
+    start_pos = (
+        jnp.zeros(t + 1, jnp.int32)
+        .at[jnp.where(is_nl, jnp.cumsum(is_nl), t)]
+        .set(kpos + 1, mode="drop")
+    )  # kept position just after the j-th NEWLINE
+    col = kpos - start_pos[line_start]
     n_lits = jnp.sum(is_num).astype(jnp.int32)
     bucket = jnp.where(value < 0, 65, jnp.minimum(value, 64))
     k = compact(jnp.where(keep, kind, Tok.PAD), Tok.PAD)
@@ -81,6 +103,10 @@ def _one(kind, value, line, n_tokens, max_src: int):
         kind=k,
         name=compact(jnp.where(is_name, jnp.clip(value, 0, V.N_VARS - 1), 0), 0),
         lit=compact(jnp.where(is_num, jnp.clip(lit_idx, 0, V.N_LITS - 1), 0), 0),
+        clit=compact(jnp.clip(clit_idx, 0, V.N_LITS - 1), 0),
+        indent=compact(jnp.clip(indent, 0, 15), 0),
+        paren=compact(jnp.clip(paren, 0, 15), 0),
+        col=compact(jnp.clip(col, 0, 63), 0),
         bucket=compact(jnp.where(is_num, bucket, N_BUCKETS - 1), N_BUCKETS - 1),
         line=compact(jnp.clip(src_line, 0, V.N_LINES), 0),
         n=jnp.minimum(n, max_src),

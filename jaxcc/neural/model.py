@@ -54,6 +54,12 @@ class Config(NamedTuple):
     max_out: int = 640
     dtype: str = "bfloat16"  # compute dtype (parameters are float32)
     remat: bool = True  # recompute each block's activations in the backward pass
+    # 1: the first shipped model (source described by kind, name, literal slot, value
+    # bucket, line; one position table over [source ; bytecode]). 2: NUMBER tokens carry
+    # their canonical literal slot (what LIT_i names), plus block depth, bracket depth and
+    # position in the line; source and bytecode have position tables of their own, so a
+    # batch may be cut to shorter shapes (train.TIERS) without moving any position.
+    features: int = 1
 
     @property
     def nlimits(self) -> V.NeuralLimits:
@@ -133,7 +139,14 @@ class Model(nnx.Module):
         self.bucket = emb(N_BUCKETS)
         self.line = emb(V.N_LINES + 1)
         self.out = emb(V.VOCAB)
-        self.pos = emb(cfg.max_src + cfg.max_out)
+        if cfg.features >= 2:
+            self.indent = emb(16)
+            self.paren = emb(16)
+            self.col = emb(64)
+            self.pos = emb(cfg.max_src)
+            self.opos = emb(cfg.max_out)
+        else:
+            self.pos = emb(cfg.max_src + cfg.max_out)
         self.blocks = nnx.List([Block(cfg, rngs) for _ in range(cfg.n_layers)])
         self.norm = nnx.RMSNorm(d, dtype=jnp.dtype(cfg.dtype), rngs=rngs)
 
@@ -149,9 +162,19 @@ class Model(nnx.Module):
     def embed_src(self, src: Src):
         is_name = (src.kind == 2)[..., None]  # Tok.NAME
         is_num = (src.kind == 3)[..., None]  # Tok.NUMBER
+        v2 = self.cfg.features >= 2
+        lit = self.lit(src.clit if v2 else src.lit)
         x = (self.kind(src.kind) + self.line(src.line) + self.bucket(src.bucket)
-             + jnp.where(is_name, self.name(src.name), 0.0) + jnp.where(is_num, self.lit(src.lit), 0.0))  # fmt: skip
+             + jnp.where(is_name, self.name(src.name), 0.0) + jnp.where(is_num, lit, 0.0))  # fmt: skip
+        if v2:
+            x = x + self.indent(src.indent) + self.paren(src.paren) + self.col(src.col)
         return x + self.pos.embedding[None, : src.kind.shape[-1]]
+
+    def out_pos(self, s: int, t):
+        """Position embedding(s) of output position(s) t (s: the source length)."""
+        if self.cfg.features >= 2:
+            return self.opos.embedding[t]
+        return self.pos.embedding[s + t]
 
     def _logits(self, h, table):
         h = self.norm(h)
@@ -168,7 +191,7 @@ class Model(nnx.Module):
         s, n_out = src.kind.shape[-1], tgt_in.shape[-1]
         table = self.table()
         x = jnp.concatenate(
-            [self.embed_src(src), table[tgt_in] + self.pos.embedding[None, s : s + n_out]], axis=1
+            [self.embed_src(src), table[tgt_in] + self.out_pos(s, jnp.arange(n_out))[None]], axis=1
         ).astype(jnp.dtype(cfg.dtype))
         i = jnp.arange(s + n_out)
         src_ok = (i < s)[None, :] & (
@@ -203,7 +226,7 @@ class Model(nnx.Module):
         """Logits Float32[B, k, VOCAB] of the token after ``tok`` (Int32[B, k], the token at
         output position t; BOS at t = 0), and the cache with position t filled."""
         s = cache.src_k.shape[2]
-        x = (table[tok] + self.pos.embedding[s + t][None, None]).astype(jnp.dtype(self.cfg.dtype))
+        x = (table[tok] + self.out_pos(s, t)[None, None]).astype(jnp.dtype(self.cfg.dtype))
         ok, ov = cache.out_k, cache.out_v
         for i, blk in enumerate(self.blocks):
             x, ok, ov = blk.step(x, cache.src_k[i], cache.src_v[i], cache.src_valid, ok, ov, i, t)

@@ -57,21 +57,28 @@ def _nucleus(logits, top_p):
 
 
 @functools.partial(
-    jax.jit, static_argnames=("graphdef", "k", "limits", "greedy_first", "max_steps")
+    jax.jit, static_argnames=("graphdef", "k", "limits", "greedy_first", "max_steps", "nlimits")
 )
 def sample(graphdef, params, src: Src, key, k: int, limits: Limits, temperature=1.0,
-           top_p=0.95, greedy_first: bool = True, max_steps: int | None = None) -> Samples:  # fmt: skip
-    """k samples per program of src (batched). temperature, top_p: Float32 scalars."""
+           top_p=0.95, greedy_first: bool = True, max_steps: int | None = None,
+           nlimits: V.NeuralLimits | None = None) -> Samples:  # fmt: skip
+    """k samples per program of src (batched). temperature, top_p: Float32 scalars.
+    ``nlimits`` (default the model's): a shorter output budget (models with
+    ``Config.features >= 2`` only) makes a smaller cache and a shorter loop; the mask's
+    closing rule then finishes every sample within it."""
     model = nnx.merge(graphdef, params)
     cfg = model.cfg
+    nl = nlimits or cfg.nlimits
+    if cfg.features < 2 and nl != cfg.nlimits:
+        raise ValueError("a features=1 model samples at its own nlimits only")
     b = src.n.shape[0]
-    L = cfg.max_out if max_steps is None else min(max_steps, cfg.max_out)
+    L = nl.max_out if max_steps is None else min(max_steps, nl.max_out)
     table = model.table()
     src_k, src_v, valid = model.prefill(src)
     dt = src_k.dtype
-    shape = (cfg.n_layers, b, k, cfg.max_out, cfg.n_heads, cfg.d_model // cfg.n_heads)
+    shape = (cfg.n_layers, b, k, nl.max_out, cfg.n_heads, cfg.d_model // cfg.n_heads)
     cache = Cache(src_k, src_v, valid, jnp.zeros(shape, dt), jnp.zeros(shape, dt))
-    ctx = context(src, limits, cfg.nlimits)
+    ctx = context(src, limits, nl)
     ctx = jax.tree.map(lambda x: jnp.broadcast_to(x, (b,)), ctx)
     gs = jax.vmap(jax.vmap(lambda _: G.init()))(jnp.zeros((b, k)))
     keys = jax.vmap(lambda i: jax.vmap(lambda j: jax.random.fold_in(jax.random.fold_in(key, i), j))(
@@ -113,7 +120,7 @@ def sample(graphdef, params, src: Src, key, k: int, limits: Limits, temperature=
                      c.done | (tok == V.EOS))  # fmt: skip
 
     c0 = Carry(jnp.int32(0), jnp.full((b, k), V.BOS, jnp.int32), cache, gs,
-               jnp.zeros((b, k, cfg.max_out), jnp.int32), jnp.zeros((b, k), jnp.float32),
+               jnp.zeros((b, k, nl.max_out), jnp.int32), jnp.zeros((b, k), jnp.float32),
                jnp.zeros((b, k), bool))  # fmt: skip
     c = lax.while_loop(cond, body, c0)
     return Samples(c.out, c.logp, c.done)
@@ -121,19 +128,39 @@ def sample(graphdef, params, src: Src, key, k: int, limits: Limits, temperature=
 
 def compile(tokens, params, key, k: int = 16, limits: Limits | None = None,  # noqa: A001
             temperature=0.8, top_p=0.95, greedy_first: bool = True,
-            cfg: Config | None = None) -> Candidates:  # fmt: skip
+            cfg: Config | None = None, nlimits: V.NeuralLimits | None = None) -> Candidates:  # fmt: skip
     """k candidate programs per source: ``jaxcc.tokens.Tokens`` (batched) to Program
     arrays shaped [B, k, ...]; reshape to [B * k, ...] for ``vm.run`` (candidate j of
     program b is row b * k + j). ``params``: the model's parameters (``weights.load``),
-    ``cfg`` its Config (default: the shipped model's). Jit-composable: k, limits and cfg
-    are static. Candidates of a source outside the neural bounds are marked not ok."""
+    ``cfg`` its Config (default: the shipped model's). ``nlimits``: the source and output
+    token budget of this call (default the model's; ``tier(...)`` picks a smaller one for
+    short sources, which makes sampling several times cheaper). Jit-composable: k,
+    limits, cfg and nlimits are static. Candidates of a source outside the neural bounds
+    (or longer than nlimits.max_src) are marked not ok."""
     from jaxcc.limits import DEFAULT
 
     limits = limits or DEFAULT
     cfg = cfg or Config()
-    src = source_features(tokens, cfg.nlimits)
-    smp = sample(graphdef(cfg), params, src, key, k, limits, temperature, top_p, greedy_first)
-    asm = assemble(smp.tokens, src, limits, cfg.nlimits)
+    nl = nlimits or cfg.nlimits
+    src = source_features(tokens, nl)
+    smp = sample(graphdef(cfg), params, src, key, k, limits, temperature, top_p, greedy_first,
+                 nlimits=nl)  # fmt: skip
+    asm = assemble(smp.tokens, src, limits, nl)
     ok = asm.ok & smp.done & (src.error == 0)[:, None]
     bound = jnp.where((src.error == 0) & ~jnp.any(ok, axis=1), Bound.OUTPUT, src.error)
     return Candidates(asm.program, ok, bound.astype(jnp.int32), smp)
+
+
+# Source / output token budgets for sampling (models with Config.features >= 2): outputs
+# run to about 1.3 and at most about 1.7 tokens per source token on generated programs.
+SAMPLE_TIERS = ((64, 160), (128, 288), (256, 512))
+
+
+def tier(n_src: int, cfg: Config) -> V.NeuralLimits:
+    """The smallest sampling budget for sources of at most ``n_src`` tokens (COMMENT and
+    NL not counted): the model's own for features=1 models and long sources."""
+    if cfg.features >= 2:
+        for s, o in SAMPLE_TIERS:
+            if n_src <= s and s <= cfg.max_src and o <= cfg.max_out:
+                return V.NeuralLimits(s, o)
+    return cfg.nlimits

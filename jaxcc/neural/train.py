@@ -42,6 +42,37 @@ TRAIN_LIMITS = Limits(
 )  # fmt: skip
 
 
+# Shapes a training batch is cut to (source tokens, output tokens): the smallest that
+# holds the whole batch. Most programs are short; padding every batch to the longest
+# shape would spend most of the step on padding. Needs Config.features >= 2 (positions of
+# the source and of the bytecode counted apart).
+TIERS = ((128, 256), (256, 448), (384, 640))
+
+
+def tier_of(n_src: int, n_out: int, cfg: Config) -> tuple[int, int]:
+    if cfg.features < 2:
+        return cfg.max_src, cfg.max_out
+    for s, o in TIERS:
+        if n_src <= s and n_out <= o and s <= cfg.max_src and o <= cfg.max_out:
+            return s, o
+    return cfg.max_src, cfg.max_out
+
+
+def cut(src, target, s: int, o: int):
+    """src (per-token fields) and target cut to s source and o output tokens."""
+    per_token = ("kind", "name", "lit", "clit", "bucket", "line", "indent", "paren", "col")
+    src = src._replace(**{f: getattr(src, f)[:, :s] for f in per_token})
+    return src, target[:, :o]
+
+
+def data_index(step: int, reuse: int) -> int:
+    """The batch that training step ``step`` uses: each batch is used ``reuse`` times,
+    the r-th time 8 * r steps after its first (data generation on the host is the
+    bottleneck, so a batch is reused rather than the accelerator left waiting)."""
+    i, r = divmod(step, reuse)
+    return i - 8 * r if i - 8 * r >= 0 else i
+
+
 class Hyper(NamedTuple):
     steps: int = 20000
     batch: int = 32
@@ -50,6 +81,7 @@ class Hyper(NamedTuple):
     weight_decay: float = 0.01
     clip: float = 1.0
     seed: int = 0
+    reuse: int = 1  # training steps per generated batch (data_index)
 
 
 def optimizer(h: Hyper):
@@ -226,7 +258,7 @@ def _batch_at(a, nlimits):
     from jaxcc.neural import corpus
 
     seed, i, batch, level = a
-    return corpus.batch_at(seed, i, batch, level, TRAIN_LIMITS, nlimits)
+    return {**corpus.batch_at(seed, i, batch, level, TRAIN_LIMITS, nlimits), "index": i}
 
 
 def main(argv=None) -> int:
@@ -239,6 +271,8 @@ def main(argv=None) -> int:
     p.add_argument("--lr", type=float, default=Hyper._field_defaults["lr"])
     p.add_argument("--warmup", type=int, default=Hyper._field_defaults["warmup"])
     p.add_argument("--seed", type=int, default=Hyper._field_defaults["seed"])
+    p.add_argument("--reuse", type=int, default=Hyper._field_defaults["reuse"],
+                   help="training steps per generated batch")  # fmt: skip
     p.add_argument("--config", default="base", choices=sorted(CONFIGS))
     p.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2) - 1))
     p.add_argument(
@@ -250,7 +284,10 @@ def main(argv=None) -> int:
     ns = p.parse_args(argv)
     t0 = time.time()
     cfg = CONFIGS[ns.config]
-    h = Hyper(ns.steps, ns.batch, ns.lr, ns.warmup, seed=ns.seed)
+    h = Hyper(ns.steps, ns.batch, ns.lr, ns.warmup, seed=ns.seed, reuse=ns.reuse)
+    from jaxcc.cli import enable_compilation_cache
+
+    enable_compilation_cache()
     tx = optimizer(h)
     got = load(ns.out, cfg, tx)
     if got is None:
@@ -260,6 +297,7 @@ def main(argv=None) -> int:
                 "command": "python -m jaxcc.neural.train " + " ".join(argv or []), "calls": []}  # fmt: skip
     else:
         params, opt_state, meta = got
+        meta["hyper"].setdefault("reuse", 1)
         if meta["config"] != cfg._asdict() or {**meta["hyper"], "steps": h.steps} != h._asdict():
             raise SystemExit(f"{ns.out} was trained with other settings: {meta['hyper']}")
         if meta["hyper"]["steps"] != h.steps:  # a longer or shorter schedule from here on
@@ -275,14 +313,27 @@ def main(argv=None) -> int:
         from tqdm import tqdm
     except ImportError:  # progress bars are optional
         tqdm = None
-    it = batches(h.seed, step, h.steps, h.batch, ns.workers, cfg.nlimits)
+    n_batches = -(-h.steps // h.reuse)
+    first = data_index(step, h.reuse) if step < h.steps else n_batches
+    first = min(
+        [first] + [data_index(s, h.reuse) for s in range(step, min(step + 8 * h.reuse, h.steps))]
+    )
+    it = batches(h.seed, first, n_batches, h.batch, ns.workers, cfg.nlimits)
+    recent: dict[int, dict] = {}
     bar = tqdm(total=h.steps, initial=step, dynamic_ncols=True) if tqdm else None
     last_save = step
-    for b in it:
+    while step < h.steps:
+        want = data_index(step, h.reuse)
+        while want not in recent:
+            b = next(it)
+            recent[b["index"]] = b
+        for old in [i for i in recent if i < want - 8 * h.reuse]:
+            del recent[old]
+        b = recent[want]
         src = prepare(b["source"], b["length"], TRAIN_LIMITS, cfg.nlimits)
-        params, opt_state, m = train_step(
-            params, opt_state, src, b["target"], b["target_len"], cfg, tx
-        )
+        ts, to = tier_of(int(b["n_src"].max()), int(b["target_len"].max()), cfg)
+        src, target = cut(src, b["target"], ts, to)
+        params, opt_state, m = train_step(params, opt_state, src, target, b["target_len"], cfg, tx)
         step += 1
         if step % 50 == 0 or step == h.steps:
             m = {k: float(v) for k, v in m.items()}
@@ -323,9 +374,10 @@ def main(argv=None) -> int:
 
 
 CONFIGS = {
-    "base": Config(d_model=256, n_layers=4, n_heads=8, d_ff=768),
+    "base": Config(d_model=256, n_layers=6, n_heads=8, d_ff=1024, features=2),
+    "v1": Config(d_model=256, n_layers=4, n_heads=8, d_ff=768),
     "tiny": Config(
-        d_model=64, n_layers=2, n_heads=4, d_ff=128, max_src=128, max_out=256, remat=False
+        d_model=64, n_layers=2, n_heads=4, d_ff=128, remat=False, features=2
     ),
 }
 
