@@ -394,6 +394,35 @@ def _cpython_error_token(c: _Carry, tok: Tokens, flags):
     )
 
 
+def _first_error(cands, lex_first) -> Error:
+    """The candidate (code, line, col, detail) with the smallest key, the earlier one at
+    equal keys, among those with code != 0 (all zero when none): the key is (class, line,
+    col) (``_error_class``), compared field by field rather than packed into one int32, so
+    that no limit on lines or columns is assumed; with ``lex_first``, candidate 2 (the
+    lexer's error) comes before every other."""
+    best = Error(jnp.int32(0), jnp.int32(0), jnp.int32(0), jnp.int32(0))
+    best_key = None
+    for i, (code, line, col, detail) in enumerate(cands):
+        first = jnp.where(lex_first, 0, 1) if i == 2 else jnp.int32(1)
+        key = (first, _error_class(code), jnp.asarray(line, I32), jnp.asarray(col, I32))
+        better = code != 0
+        if best_key is not None:
+            less, equal = jnp.bool_(False), jnp.bool_(True)
+            for new, old in zip(key, best_key, strict=True):
+                less = less | (equal & (new < old))
+                equal = equal & (new == old)
+            better = better & ((best.code == 0) | less)
+            key = tuple(jnp.where(better, new, old) for new, old in zip(key, best_key, strict=True))
+        best = Error(
+            *[
+                jnp.where(better, new, old).astype(I32)
+                for new, old in zip((code, line, col, detail), best, strict=True)
+            ]
+        )
+        best_key = key
+    return best
+
+
 def _finish(c: _Carry, tok: Tokens, lex: Error, flags, N: int) -> tuple[Ast, Error, ParseInfo]:
     T = tok.kind.shape[-1]
     # an automaton that ran out of steps (never expected: LR parsing is linear)
@@ -458,21 +487,7 @@ def _finish(c: _Carry, tok: Tokens, lex: Error, flags, N: int) -> tuple[Ast, Err
         ).astype(I32),
     )
     cands[2] = (lex.code, lex.line, lex.col, lex.detail)
-    best = Error(jnp.int32(0), jnp.int32(0), jnp.int32(0), jnp.int32(0))
-    best_key = jnp.int32(2**31 - 1)
-    big = jnp.int32(1 << 17)  # lines stay below 2**17 (max_source_bytes <= 65536)
-    for i, (code, line, col, detail) in enumerate(cands):
-        key = (_error_class(code) * big + line) * 4096 + jnp.minimum(col, 4095)
-        if i == 2:
-            key = jnp.where(lex_first, -1, key)
-        better = (code != 0) & ((best.code == 0) | (key < best_key))
-        best = Error(
-            *[
-                jnp.where(better, new, old).astype(I32)
-                for new, old in zip((code, line, col, detail), best, strict=True)
-            ]
-        )
-        best_key = jnp.where(better, key, best_key)
+    best = _first_error(cands, lex_first)
 
     ok = best.code == Code.OK
     n = jnp.where(ok, c.n, 0)

@@ -409,3 +409,23 @@ def test_error_is_reported_with_empty_ast_or_full_tree(kind):
     else:
         assert_matches_cpython(src, tree, err, toks)
         _tree_ok(tree)
+
+
+def test_first_error_compares_positions_without_limits():
+    """The parser picks its first error by (class, line, col) compared field by field:
+    columns past 4095 and lines past 2**17 (a 262,144-byte tier holds both) still order."""
+    from jaxcc.parser import _first_error
+
+    S, U = Code.SYNTAX, Code.UNSUPPORTED
+
+    def first(cands, lex_first=False):
+        cands = [tuple(np.int32(x) for x in c) for c in cands]
+        return tuple(int(x) for x in _first_error(cands, np.bool_(lex_first)))
+
+    none = (0, 0, 0, 0)
+    assert first([none, none, none]) == none
+    assert first([(U, 1, 5000, 1), (U, 1, 4500, 2), none]) == (U, 1, 4500, 2)
+    assert first([(U, 200_001, 0, 1), none, (U, 200_000, 9, 3)]) == (U, 200_000, 9, 3)
+    assert first([(U, 1, 0, 1), (S, 9, 9, 2), none]) == (S, 9, 9, 2)  # syntax first
+    assert first([(U, 3, 7, 1), (U, 3, 7, 2), none]) == (U, 3, 7, 1)  # ties: the earlier
+    assert first([(S, 1, 0, 1), none, (S, 2, 0, 5)], lex_first=True) == (S, 2, 0, 5)
