@@ -48,7 +48,7 @@ import numpy as np
 from jax import lax
 
 from jaxcc import isa
-from jaxcc.errors import Code, Value
+from jaxcc.errors import RUNTIME_CODES, Code, Value
 from jaxcc.isa import ArgKind, Op
 from jaxcc.limits import DEFAULT, Limits
 
@@ -394,6 +394,12 @@ def _read_mem(mem, windows):
     return jnp.take(mem, rows, axis=0, mode="clip")
 
 
+# Bits of a lane status in the step's (priority, status) encoding: enough for every code
+# a step can set (OK, RUNNING and the run-time codes), derived so that appending a code
+# cannot overflow into the priority.
+_STATUS_BITS = max(Code.OK, Code.RUNNING, *RUNTIME_CODES).bit_length()
+
+
 # Which values pass through the step's optimization barrier (an experiment knob, read once
 # at import; no value changes): "mem" (default), "loads", "none"; see _fence.
 _FENCE = os.environ.get("JAXCC_VM_FENCE", "mem")
@@ -542,10 +548,13 @@ def _step(t: Tables, lay: Layout, limits: Limits, s: Lane) -> Lane:
         (arg_bad | stack_bad, Code.INVALID_BYTECODE),
     ]
     n_chk = len(checks) + 1
-    enc = [jnp.where(c, _i32((n_chk - k) * 16 + code), 0) for k, (c, code) in enumerate(checks)]
-    enc.append(jnp.where(e5 != Code.RUNNING, 16 + e5, 0))
+    enc = [
+        jnp.where(c, _i32(((n_chk - k) << _STATUS_BITS) + code), 0)
+        for k, (c, code) in enumerate(checks)
+    ]
+    enc.append(jnp.where(e5 != Code.RUNNING, (1 << _STATUS_BITS) + e5, 0))
     enc = _materialize(jnp.max(jnp.stack(enc)))
-    new_status = jnp.where(enc == 0, _i32(Code.RUNNING), enc & 15)
+    new_status = jnp.where(enc == 0, _i32(Code.RUNNING), enc & ((1 << _STATUS_BITS) - 1))
     go = run & (new_status == Code.RUNNING)  # the instruction completes, the lane goes on
     started = run & valid & ~timeout
     steps = jnp.where(started, s.steps + 1, s.steps)

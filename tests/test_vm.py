@@ -872,3 +872,10 @@ def test_read_mem_clamps_like_dynamic_slice():
             ]
         )
         np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
+def test_status_bits_hold_every_status_a_step_sets():
+    # the step packs (priority, status) into one int: a status over the mask would change
+    # the priority and come out as another code
+    for code in (Code.OK, Code.RUNNING, *RUNTIME_CODES):
+        assert code < 1 << vm._STATUS_BITS
