@@ -1,19 +1,21 @@
 """The neural and hybrid compilers as the rest of jaxcc sees them.
 
-* ``choose(...)``: the device half, one jit: lex, sample k candidates per program,
+* ``choose(...)``: the neural path alone, one jit: lex, sample k candidates per program,
   assemble, probe, verify, pick one per program. Level 2 (``reference=None``): the
   candidate whose behaviour most candidates share (AlphaCode-style clustering); level 3:
   the fastest candidate whose behaviour equals the reference program's.
-* ``hybrid_compile(...)``: paper Algorithm 3 on the device, jit-composable: the
-  deterministic compiler, the complexity router, the neural path with level-3
-  verification for the programs routed to it, and the deterministic code for everything
-  else and for every program whose candidates all fail. Its result always behaves as the
-  deterministic compiler's code does (it *is* that code unless a verified candidate was
-  chosen).
+* ``jaxcc.neural.hybrid.hybrid_compile(...)`` (also ``jaxcc.neural.hybrid_compile``):
+  paper Algorithm 3 on the device, jit-composable: the deterministic compiler, the
+  complexity router, the neural path with level-3 verification for the programs routed
+  to it, and the deterministic code for everything else and for every program whose
+  candidates all fail. Its result always behaves as the deterministic compiler's code on
+  the probes (it *is* that code unless a verified candidate was chosen).
 * ``compile_many(sources, limits, mode=...)``: the host wrapper with the shape of the other
   compilers' ``compile_many`` (the CLI's ``--compiler neural`` and ``--compiler hybrid``).
-  The deterministic front end runs first, so compile-time errors are reported exactly as
-  ``--compiler jax`` reports them; the model is asked only for programs that pass it.
+  The deterministic front end runs first (``compiler.compile_many`` at the caller's
+  limits), so compile-time errors are reported exactly as ``--compiler jax`` reports
+  them; the model is asked only for programs that pass it and fit the neural path.
+  ``mode="hybrid"`` calls ``hybrid_compile`` on those programs.
 
 Candidates are probed with small run-time limits (``VERIFY_LIMITS``): a candidate is
 compared with the others (or the reference) on the module body's first 64 printed items
@@ -35,17 +37,8 @@ from jaxcc.errors import Code, Error, Limit
 from jaxcc.limits import Limits
 from jaxcc.neural import sample as S
 from jaxcc.neural import verify
-from jaxcc.neural.grammar import MAX_FUNCS
+from jaxcc.neural.hybrid import NEURAL_LIMITS, VERIFY_LIMITS  # re-exported: evaluate uses them
 from jaxcc.neural.model import Config
-
-# Shapes of the neural path (what the model was trained on).
-NEURAL_LIMITS = Limits(
-    max_source_bytes=2048, max_tokens=768, max_indent=16, max_parse_depth=256,
-    max_nodes=1024, max_code=512, max_funcs=MAX_FUNCS, max_locals=64, max_stack=512,
-    max_depth=64, max_output=64, max_steps=100_000,
-)  # fmt: skip
-# Run-time limits of the verification lanes (many lanes per candidate: keep them small).
-VERIFY_LIMITS = NEURAL_LIMITS._replace(max_stack=256, max_depth=48, max_output=64, max_steps=20_000)
 
 
 class Chosen(NamedTuple):
@@ -110,6 +103,11 @@ def _fits(program: isa.Program, j: int, nl: Limits) -> bool:
     return int(program.n_code[j]) <= nl.max_code and int(program.n_funcs[j]) <= nl.max_funcs
 
 
+def _shape(program: isa.Program) -> Limits:
+    """The code and function widths of a host program batch, as Limits fields."""
+    return Limits(max_code=program.op.shape[1], max_funcs=program.fn_entry.shape[1])
+
+
 def _slice(program: isa.Program, idx, nl: Limits) -> isa.Program:
     out = []
     for f in isa.Program._fields:
@@ -137,9 +135,12 @@ def compile_many(sources, limits: Limits, mode: str = "neural", k: int = 16,
     """Host wrapper: (Program [B, ...] at ``limits``' shape, Error [B], debug list).
 
     mode "neural": level-2 choice; a program with no acceptable candidate gets
-    Code.LIMIT / Limit.NEURAL. mode "hybrid": the router (when trained weights exist) and
-    level-3 verification; the deterministic code wherever no candidate is verified."""
-    from jaxcc.neural import router, weights
+    Code.LIMIT / Limit.NEURAL. mode "hybrid": ``hybrid_compile`` (the router of
+    ``weights/router.json`` when it exists, else every program is routed; level-3
+    verification) on the programs that compiled and fit the neural path, all in one
+    sub-batch; the deterministic code wherever no candidate is verified. ``report``
+    (a list) gets ``(index, verify.reason_counts)`` for each program that was sampled."""
+    from jaxcc.neural import weights
 
     cfg, params = weights.load(weights_path or weights.DEFAULT)
     program, error, debug = compiler.compile_many(sources, limits)
@@ -155,21 +156,18 @@ def compile_many(sources, limits: Limits, mode: str = "neural", k: int = 16,
         and _fits(program, j, nl)
     ]  # fmt: skip
     used = [False] * len(sources)
-    if mode == "hybrid" and todo:
-        todo = [
-            j
-            for j, simple in zip(
-                todo, router.route_sources([sources[j] for j in todo]), strict=True
-            )
-            if simple
-        ]
+    if mode == "hybrid":
+        if todo:
+            _hybrid_into(program, todo, data, cfg, params, k, temperature, top_p, seed,
+                         n_probes, used, report)  # fmt: skip
+        debug = [d._replace(local_names=()) if used[j] else d for j, d in enumerate(debug)]
+        return program, error, debug
     found_at: dict[int, int] = {}
     if todo:
         pad = (1 << (len(todo) - 1).bit_length()) - len(todo)
         idx = todo + [todo[0]] * pad
         src, length = lexer.encode([data[j] for j in idx], nl)
         det = _slice(program, idx, nl)
-        ref = det if mode == "hybrid" else None
         ch = jax.device_get(
             choose(
                 src,
@@ -177,7 +175,7 @@ def compile_many(sources, limits: Limits, mode: str = "neural", k: int = 16,
                 params,
                 jax.random.key(seed),
                 det.fn_nparams,
-                ref,
+                None,
                 jnp.float32(temperature),
                 jnp.float32(top_p),
                 cfg,
@@ -203,3 +201,43 @@ def compile_many(sources, limits: Limits, mode: str = "neural", k: int = 16,
     # the neural program's slots are numbered its own way: no local names
     debug = [d._replace(local_names=()) if used[j] else d for j, d in enumerate(debug)]
     return program, error, debug
+
+
+def _hybrid_into(program, todo, data, cfg, params, k, temperature, top_p, seed, n_probes,
+                 used, report) -> None:  # fmt: skip
+    """``hybrid_compile`` on the sources ``todo`` (indices into data), padded to a power of
+    two with a source that does not compile (so padding is never sampled); the verified
+    candidates are written into ``program`` (host arrays at the caller's widths)."""
+    from jaxcc.neural import hybrid, router
+
+    nl = NEURAL_LIMITS
+    pad = (1 << (len(todo) - 1).bit_length()) - len(todo)
+    src, length = lexer.encode([data[j] for j in todo] + [b"("] * pad, nl)
+    got = router.load()
+    rparams, threshold = got if got is not None else (None, 0.0)
+    h = jax.device_get(
+        hybrid.hybrid_compile(
+            src,
+            length,
+            params,
+            rparams,
+            jnp.float32(threshold),
+            jax.random.key(seed),
+            jnp.float32(temperature),
+            jnp.float32(top_p),
+            cfg=cfg,
+            k=k,
+            m=len(todo) + pad,
+            limits=nl,
+            nl=nl,
+            vl=VERIFY_LIMITS,
+            n_probes=n_probes,
+        )  # fmt: skip
+    )
+    for r, j in enumerate(todo):
+        # the candidate must fit the caller's arrays too (it fits the neural path's)
+        if int(h.path[r]) == hybrid.Path.NEURAL and _fits(h.program, r, _shape(program)):
+            used[j] = True
+            _pad_into(program, j, [np.asarray(x)[r] for x in h.program])
+        if report is not None and int(h.slot[r]) >= 0:
+            report.append((j, verify.reason_counts(np.asarray(h.reason[r]))))

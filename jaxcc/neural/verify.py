@@ -94,6 +94,7 @@ class Reason(enum.IntEnum):
     TEST_FAILED = 8  # level 1: a test case returned another value or trapped
     OUTVOTED = 9  # level 2: not in the largest behaviour group
     FUNCTION_OUTPUT = 10  # a (function, probe) lane printed something else (by hash)
+    TOO_LARGE = 11  # hybrid only: more code, functions or frame space than the reference
 
 
 def reason_counts(reason) -> dict[str, int]:
@@ -371,9 +372,9 @@ def behaviour(
     return jax.tree.map(lambda x: x.reshape(*lead, *x.shape[1:]), beh)
 
 
-def _fastest(ok, steps):
-    """(best Int32[B], found Bool[B]): the accepted candidate with the fewest steps, the
-    lowest index among equals; -1 where none is accepted."""
+def fastest(ok, steps):
+    """(best Int32[B], found Bool[B]): the accepted candidate (ok Bool[B, k]) with the
+    fewest steps (Int32[B, k]), the lowest index among equals; -1 where none is accepted."""
     found = jnp.any(ok, axis=1)
     key = jnp.where(ok, steps, INT_MAX)
     best = jnp.where(found, jnp.argmin(key, axis=1), -1)
@@ -432,7 +433,7 @@ def verify_tests(
         [Reason.ACCEPTED, Reason.MALFORMED, Reason.TIMEOUT],
         Reason.TEST_FAILED,
     ).astype(jnp.int32)
-    best, found = _fastest(ok, steps)
+    best, found = fastest(ok, steps)
     return TestVerdict(ok, steps, best, found, reason)
 
 
@@ -494,7 +495,7 @@ def cluster(candidates: isa.Program, probes: Probes, limits: Limits, shrink: int
     found = jnp.any(valid, axis=1)
     leader = jnp.argmax(size, axis=1)  # lowest index of the largest (earliest) group
     win = valid & (group == jnp.take_along_axis(group, leader[:, None], axis=1)) & found[:, None]
-    best, _ = _fastest(win, beh.total_steps)
+    best, _ = fastest(win, beh.total_steps)
     reason = jnp.select(
         [beh.malformed, ~beh.complete, win],
         [Reason.MALFORMED, Reason.SIGNATURE, Reason.ACCEPTED],
@@ -515,6 +516,7 @@ class DiffVerdict(NamedTuple):
     best: object  # Int32[Array, "B"]  fastest accepted candidate (-1: none)
     found: object  # Bool[Array, "B"]
     reason: object  # Int32[Array, "B k"]  Reason
+    ref_steps: object  # Int32[Array, "B"]  the reference's VM steps over the same lanes
 
 
 @functools.partial(jax.jit, static_argnames=("limits", "shrink"))
@@ -591,5 +593,5 @@ def verify_against(
         Reason.ACCEPTED,
     ).astype(jnp.int32)  # fmt: skip
     ok = reason == Reason.ACCEPTED
-    best, found = _fastest(ok, c.total_steps)
-    return DiffVerdict(ok, c.total_steps, best, found, reason)
+    best, found = fastest(ok, c.total_steps)
+    return DiffVerdict(ok, c.total_steps, best, found, reason, beh.total_steps[b * k :])
