@@ -15,11 +15,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from jaxcc import lexer
-from jaxcc.limits import Limits
 from jaxcc.reference.host_lex import host_lex
 from jaxcc.testing import near_misses, programs
+from property_tests.limits import LEXER as LIM
 
-LIM = Limits(max_source_bytes=512, max_tokens=256, max_indent=12)
 B = 16
 SCALE = 10 if os.environ.get("JAXCC_SLOW") == "1" else 1
 SETTINGS = dict(deadline=None, suppress_health_check=list(HealthCheck))

@@ -25,25 +25,14 @@ from hypothesis import strategies as st
 
 from jaxcc import isa
 from jaxcc.errors import Code
-from jaxcc.limits import Limits
 from jaxcc.middle import middle_end
 from jaxcc.reference.compiler import compile_source
 from jaxcc.reference.flatten import flatten_many
 from jaxcc.reference.interp import run_program
 from jaxcc.testing import near_misses, programs
+from property_tests.limits import MIDDLE as LIMITS
 
 SCALE = 10 if os.environ.get("JAXCC_SLOW") == "1" else 1
-LIMITS = Limits(
-    max_source_bytes=4096,
-    max_tokens=256,
-    max_nodes=256,
-    max_code=512,
-    max_funcs=4,
-    max_locals=8,
-    max_stack=40,
-    max_output=64,
-    max_steps=20_000,
-)
 BATCH = 32
 SETTINGS = settings(
     max_examples=4 * SCALE,

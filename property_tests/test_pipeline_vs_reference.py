@@ -26,31 +26,18 @@ from hypothesis import HealthCheck, Phase, given, settings
 
 from jaxcc import compiler, isa, lexer, vm
 from jaxcc.errors import EXCEPTION_NAME, Code, Syntax
-from jaxcc.limits import Limits
 from jaxcc.reference.compiler import compile_source
 from jaxcc.reference.interp import run_program
 from jaxcc.testing import near_misses, programs
 from property_tests import oracle
+from property_tests.limits import PIPELINE as LIMITS
 
 SLOW = os.environ.get("JAXCC_SLOW") == "1"
 SCALE = 10 if SLOW else 1
 
-# The one shape of this file. 2048 bytes hold ~95% of generated programs (the rest hit
+# LIMITS is the one shape of this file. 2048 bytes hold ~95% of generated programs (the rest hit
 # SOURCE_BYTES in both pipelines and are skipped); the step budget is well above what
 # generated programs need.
-LIMITS = Limits(
-    max_source_bytes=2048,
-    max_tokens=1024,
-    max_parse_depth=512,
-    max_nodes=768,
-    max_code=1536,
-    max_funcs=8,
-    max_locals=32,
-    max_stack=256,
-    max_depth=32,
-    max_output=64,
-    max_steps=20000,
-)
 B = 64  # programs per jitted call
 
 

@@ -22,21 +22,10 @@ from jaxcc.reference.compiler import compile_source
 from jaxcc.reference.interp import run_program
 from jaxcc.testing import ERROR_CLASSES, near_misses, programs
 from property_tests import oracle
+from property_tests.limits import HOST as LIMITS
 
 SLOW = os.environ.get("JAXCC_SLOW") == "1"
 SCALE = 10 if SLOW else 1
-
-# Compile limits big enough for any generated program; run limits as DEFAULT except a
-# larger output buffer (both sides emulate max_depth and max_output the same way).
-LIMITS = Limits(
-    max_source_bytes=65536,
-    max_tokens=16384,
-    max_parse_depth=1024,
-    max_nodes=16384,
-    max_code=32768,
-    max_locals=256,
-    max_output=4096,
-)
 
 SETTINGS = dict(
     deadline=None,

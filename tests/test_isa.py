@@ -12,12 +12,9 @@ from jaxcc import isa
 from jaxcc.dis import format_dis, get_instructions
 from jaxcc.errors import Code
 from jaxcc.isa import INFO, ArgKind, Op
-from jaxcc.limits import Limits
 from jaxcc.reference.compiler import compile_source
 from jaxcc.testing import programs
-
-BIG = Limits(max_source_bytes=65536, max_tokens=16384, max_nodes=16384, max_code=32768,
-             max_locals=256)  # fmt: skip
+from property_tests.limits import HOST as BIG
 
 
 def test_info_covers_every_opcode():

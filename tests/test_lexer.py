@@ -18,12 +18,11 @@ import pytest
 from jaxcc import lexer
 from jaxcc import lexer_tables as LT
 from jaxcc.errors import Code, Limit, Syntax, Unsupported
-from jaxcc.limits import Limits
 from jaxcc.reference.compiler import syntax_detail
 from jaxcc.reference.host_lex import host_lex
 from jaxcc.tokens import Tok
+from property_tests.limits import LEXER as LIM
 
-LIM = Limits(max_source_bytes=512, max_tokens=256, max_indent=12)
 B = 16
 
 # one compiled function for every batched call in this file: same shape, one trace

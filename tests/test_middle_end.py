@@ -17,23 +17,12 @@ import pytest
 
 from jaxcc import isa
 from jaxcc.errors import Code, Error, Limit, Syntax
-from jaxcc.limits import Limits
 from jaxcc.middle import PASSES, middle_end
 from jaxcc.reference.compiler import compile_source
 from jaxcc.reference.flatten import flatten, flatten_many
 from jaxcc.reference.interp import run_program
+from property_tests.limits import MIDDLE as LIMITS
 
-LIMITS = Limits(
-    max_source_bytes=4096,
-    max_tokens=256,
-    max_nodes=256,
-    max_code=512,
-    max_funcs=4,
-    max_locals=8,
-    max_stack=40,
-    max_output=64,
-    max_steps=20_000,
-)
 BATCH = 32
 
 CASES = [

@@ -19,28 +19,15 @@ from hypothesis import HealthCheck, Phase, given, settings
 
 from jaxcc import compiler, isa, lexer, pipeline
 from jaxcc.errors import Code, Unsupported
-from jaxcc.limits import Limits
 from jaxcc.pipeline import Verdict
 from jaxcc.reference.compiler import compile_source
 from jaxcc.reference.interp import run_program
 from jaxcc.testing import programs
+from property_tests.limits import PIPELINE as LIMITS
 
 SLOW = os.environ.get("JAXCC_SLOW") == "1"
 SCALE = 10 if SLOW else 1
 
-LIMITS = Limits(
-    max_source_bytes=2048,
-    max_tokens=1024,
-    max_parse_depth=512,
-    max_nodes=768,
-    max_code=1536,
-    max_funcs=8,
-    max_locals=32,
-    max_stack=256,
-    max_depth=32,
-    max_output=64,
-    max_steps=20000,
-)
 B, K, A = 64, 4, 3  # programs, cases per program, arguments per case
 FILLER = "pass\n"  # padding program (no valid cases)
 

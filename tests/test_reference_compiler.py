@@ -23,10 +23,9 @@ from jaxcc.limits import DEFAULT, Limits
 from jaxcc.reference.compiler import compile_many, compile_source
 from jaxcc.reference.interp import run_program
 from jaxcc.testing import programs
+from property_tests.limits import HOST as BIG
 
 SCALE = 10 if os.environ.get("JAXCC_SLOW") == "1" else 1
-BIG = Limits(max_source_bytes=65536, max_tokens=16384, max_nodes=16384, max_code=32768,
-             max_locals=256, max_output=4096)  # fmt: skip
 
 
 def cpython_syntax_error(src: str):
