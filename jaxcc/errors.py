@@ -103,6 +103,10 @@ class Syntax(enum.IntEnum):
     DUPLICATE_ARGUMENT = 15  # duplicate argument 'x' in function definition
     CANNOT_ASSIGN = 16  # cannot assign to expression here
     EOF_IN_MULTILINE = 17  # unexpected EOF in multi-line statement
+    NULL_BYTES = 18  # source code cannot contain null bytes
+    TOO_MANY_PARENS = 19  # too many nested parentheses (more than MAX_PAREN_LEVEL open)
+    TOO_DEEP = 20  # IndentationError: too many levels of indentation (MAX_INDENT_LEVEL)
+    INT_MAX_STR_DIGITS = 21  # Exceeds the limit (4300 digits) for integer string conversion
 
 
 SYNTAX_MESSAGES = {
@@ -124,7 +128,27 @@ SYNTAX_MESSAGES = {
     Syntax.DUPLICATE_ARGUMENT: "duplicate argument in function definition",
     Syntax.CANNOT_ASSIGN: "cannot assign to expression here",
     Syntax.EOF_IN_MULTILINE: "unexpected EOF in multi-line statement",
+    Syntax.NULL_BYTES: "source code cannot contain null bytes",
+    Syntax.TOO_MANY_PARENS: "too many nested parentheses",
+    Syntax.TOO_DEEP: "too many levels of indentation",
+    Syntax.INT_MAX_STR_DIGITS: "Exceeds the limit (4300 digits) for integer string conversion",
 }
+
+# CPython's own limits (its tokenizer's MAXLEVEL and MAXINDENT, and the default of
+# sys.get_int_max_str_digits()): a program over one is the SyntaxError CPython raises.
+MAX_PAREN_LEVEL = 200  # brackets open at once; one more is TOO_MANY_PARENS
+MAX_INDENT_LEVEL = 99  # indented blocks open at once; one more is TOO_DEEP
+INT_MAX_STR_DIGITS = 4300  # significant digits of a decimal literal; more: INT_MAX_STR_DIGITS
+
+
+def int_max_str_digits_message(n_digits: int) -> str:
+    """CPython's message for a decimal literal of ``n_digits`` significant digits."""
+    return (
+        f"Exceeds the limit ({INT_MAX_STR_DIGITS} digits) for integer string conversion: "
+        f"value has {n_digits} digits; use sys.set_int_max_str_digits() to increase the "
+        "limit - Consider hexadecimal for huge integer literals to avoid decimal "
+        "conversion limits."
+    )
 
 
 class Unsupported(enum.IntEnum):
@@ -261,6 +285,18 @@ class Error(NamedTuple):
     line: object  # Int32[Array, "B"]  1-based; 0 when unknown
     col: object  # Int32[Array, "B"]  0-based byte column
     detail: object  # Int32[Array, "B"]  per-code refinement (see the tables above)
+
+
+BOM = b"\xef\xbb\xbf"  # a UTF-8 byte-order mark: CPython skips it at the start of a file
+
+
+def without_bom(source: str | bytes) -> str | bytes:
+    """``source`` without a UTF-8 byte-order mark at its start (CPython reads the file as
+    if it were not there: lines and columns do not count it)."""
+    if isinstance(source, str):
+        return source[1:] if source.startswith("\ufeff") else source
+    source = bytes(source)
+    return source[len(BOM) :] if source.startswith(BOM) else source
 
 
 def source_lines(text: str) -> list[str]:

@@ -17,7 +17,8 @@ too and are shown the same way.) Run-time errors are shown as a one-frame traceb
 
 The last line always begins with the exception name (errors.EXCEPTION_NAME). Where the
 source shows a name (NameError, duplicate argument, an unsupported keyword, an invalid
-character) it is read back from the source at the error's column. UnboundLocalError in
+character, a reserved builtin called, a function defined twice) it is read back from the
+source at the error's column. UnboundLocalError in
 function 0 (the module body) is reported as NameError, as CPython does for module names.
 """
 
@@ -28,8 +29,13 @@ from typing import NamedTuple
 
 from jaxcc import errors
 from jaxcc.errors import Code
+from jaxcc.isa import Op
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# a name, a prefixed (0x 0o 0b) literal or a run of decimal digits and underscores
+_NUMBER_OR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|0[xXoObB][0-9A-Fa-f_]*|[0-9][0-9_]*")
+_CALL_PAREN = re.compile(r"[ \t\f]*\(")
+_DEF_NAME = re.compile(r"def[ \t\f]+([A-Za-z_][A-Za-z0-9_]*)")
 
 
 class ErrorText(NamedTuple):
@@ -94,6 +100,7 @@ def slot_name(debug, fn: int, slot: int) -> str | None:
 
 
 def _source_line(source, line: int) -> str | None:
+    source = errors.without_bom(source) if source else source  # columns do not count it
     if isinstance(source, bytes | bytearray):
         source = bytes(source).decode("utf-8", "replace")
     if not source or line < 1:
@@ -133,8 +140,24 @@ def _compile_message(code: int, detail: int, text: str | None, col: int) -> str:
         # the error sits at the innermost unclosed bracket: CPython names it
         if text is not None and 0 <= col < len(text) and text[col] in "([{":
             return f"'{text[col]}' was never closed"
+    if code == Code.SYNTAX and detail == errors.Syntax.INT_MAX_STR_DIGITS and text:
+        # at column 0, as CPython: the first decimal literal of the line over the limit
+        for m in _NUMBER_OR_NAME.finditer(text):
+            n = len(m.group(0).replace("_", "").lstrip("0"))
+            if m.group(0)[0].isdigit() and not m.group(0)[1:2].isalpha():
+                if n > errors.INT_MAX_STR_DIGITS:
+                    return errors.int_max_str_digits_message(n)
     if code == Code.UNSUPPORTED and detail == errors.Unsupported.KEYWORD and word:
         return f"unsupported: the keyword '{word}'"
+    # the reference compiler's wording where the source shows the name: a call of a
+    # reserved builtin (`bool(1)`, at the name) and a second def (at `def`)
+    if code == Code.UNSUPPORTED and detail == errors.Unsupported.BUILTIN and word:
+        if _CALL_PAREN.match(text, col + len(word)):
+            return f"unsupported builtin '{word}'"
+    if code == Code.UNSUPPORTED and detail == errors.Unsupported.REDEFINITION and text:
+        m = _DEF_NAME.match(text, col) if 0 <= col < len(text) else None
+        if m:
+            return f"function '{m.group(1)}' defined twice"
     return msg
 
 
@@ -142,7 +165,9 @@ def describe(err, source="", debug=None, program=None) -> ErrorText | None:
     """The text fields of one error: an errors.Error or an isa.RunResult (unbatched).
 
     ``program`` (the unbatched isa.Program that ran) lets UnboundLocalError name its
-    variable: the failing instruction's argument is the slot. Returns None for OK.
+    variable (the failing instruction's argument is the slot) and ZeroDivisionError say
+    "integer modulo by zero" for ``%`` (the failing instruction is MOD), as CPython does.
+    Returns None for OK.
     """
     if hasattr(err, "status"):  # a RunResult
         code, detail = int(err.status), int(err.detail)
@@ -167,6 +192,12 @@ def describe(err, source="", debug=None, program=None) -> ErrorText | None:
                 msg = (
                     f"cannot access local variable '{name}' where it is not associated with a value"
                 )
+        if code == Code.ZERO_DIVISION and program is not None:
+            try:  # CPython words `%` by zero apart from `//` by zero
+                if int(program.op[pc]) == Op.MOD:
+                    msg = "integer modulo by zero"
+            except (IndexError, TypeError, ValueError):
+                pass
         exc = exc or errors.EXCEPTION_NAME.get(code, "Error")
         msg = _message(code, detail) if msg is None else msg
         return ErrorText(exc, msg, line, -1, fname, True)

@@ -22,7 +22,17 @@ import numpy as np
 from jax import lax
 
 from jaxcc import lexer_tables as LT
-from jaxcc.errors import Code, Error, Limit, Syntax, Unsupported
+from jaxcc.errors import (
+    INT_MAX_STR_DIGITS,
+    MAX_INDENT_LEVEL,
+    MAX_PAREN_LEVEL,
+    Code,
+    Error,
+    Limit,
+    Syntax,
+    Unsupported,
+    without_bom,
+)
 from jaxcc.lexer_tables import C, S
 from jaxcc.limits import DEFAULT, Limits
 from jaxcc.tokens import KEYWORDS_AFTER_NUMBER, N_RESERVED_NAMES, Tok, Tokens
@@ -273,6 +283,9 @@ def _lex_one(src, length, tables, limits: Limits):
     k_n_ded = jnp.where(k_dedent, _shift_right(ind.depth, 0) - ind.depth, 0)
     k_bad_dedent = k_dedent & ind.mismatch
     k_too_deep = k_indent & (ind.depth > limits.max_indent)
+    # CPython's own limit (IndentationError) before ours (LimitError) on the same line;
+    # the depth is exact up to max_indent + 1, so a smaller max_indent stops earlier
+    k_too_many = k_indent & (ind.depth > MAX_INDENT_LEVEL)
     k_count = jnp.where(k_indent, 1, k_n_ded)
     depth_final = jnp.where(n_stmt > 0, _at(ind.depth, n_stmt - 1, 0), 0)
 
@@ -431,6 +444,11 @@ def _lex_one(src, length, tables, limits: Limits):
     err = jnp.where(t_bad | t_bsl_bad, E_INVCH, err)
     err = jnp.where(t_bad & printable, Code.SYNTAX * 64 + Syntax.INVALID, err)
     err = jnp.where(t_op & (op_kind == 0), op_err, err)
+    # CPython's tokenizer holds at most MAX_PAREN_LEVEL brackets open (before it looks
+    # at which bracket it is)
+    err = jnp.where(
+        opens & (paren_before >= MAX_PAREN_LEVEL), Code.SYNTAX * 64 + Syntax.TOO_MANY_PARENS, err
+    )
     dot_detail = jnp.where(
         im_last[last] >= idx,
         Unsupported.IMAGINARY,
@@ -446,13 +464,19 @@ def _lex_one(src, length, tables, limits: Limits):
     )
     err = jnp.where(t_dot, Code.UNSUPPORTED * 64 + dot_detail, err)
     err = jnp.where(n_unsup, Code.UNSUPPORTED * 64 + Unsupported.KEYWORD, err)
+    # CPython refuses to convert a decimal literal of more significant digits than this
+    too_long_dec = (base_ix == 0) & (sig > INT_MAX_STR_DIGITS)
     num_err = jnp.where(
         n_imag,
         Code.UNSUPPORTED * 64 + Unsupported.IMAGINARY,
         jnp.where(
             n_float,
             Code.UNSUPPORTED * 64 + Unsupported.FLOAT,
-            jnp.where(too_big, Code.LIMIT * 64 + Limit.INT_LITERAL, 0),
+            jnp.where(
+                too_long_dec,
+                Code.SYNTAX * 64 + Syntax.INT_MAX_STR_DIGITS,
+                jnp.where(too_big, Code.LIMIT * 64 + Limit.INT_LITERAL, 0),
+            ),
         ),
     )
     err = jnp.where(t_num, num_err, err)
@@ -516,7 +540,7 @@ def _lex_one(src, length, tables, limits: Limits):
     eof_count = eof_nl.astype(i32) + eof_newline.astype(i32) + depth_final + 1
 
     # ---- the first error
-    k_err_key = jnp.where(k_ok & (k_bad_dedent | k_too_deep), 4 * k_pos + 0, _BIG)
+    k_err_key = jnp.where(k_ok & (k_bad_dedent | k_too_deep | k_too_many), 4 * k_pos + 0, _BIG)
     keys = [jnp.min(key_tok), jnp.min(key_str), jnp.min(key_gl), jnp.min(k_err_key)]
     keys.append(jnp.where(eof_err, 4 * n + 0, _BIG))
     # ties: token error < string < glued number (strings and glued words share bytes)
@@ -526,13 +550,21 @@ def _lex_one(src, length, tables, limits: Limits):
         better = kj < e_key
         e_key = jnp.where(better, kj, e_key)
         which = jnp.where(better, j, which)
+    # kind 5, a NUL byte: `python FILE` stops when it reads the line holding the first
+    # one, before that line's tokens and their errors (so it wins ties there)
+    is_nul = valid & (b == 0)
+    nul_ls = line_start[jnp.argmax(is_nul)]
+    nul_key = jnp.where(jnp.any(is_nul), 4 * nul_ls + 0, _BIG)
+    take_nul = (nul_key < _BIG) & (nul_key <= e_key)
+    e_key = jnp.where(take_nul, nul_key, e_key)
+    which = jnp.where(take_nul, 5, which)
     has_err = e_key < _BIG
     i_tok = jnp.argmin(key_tok)
     i_str = jnp.argmin(key_str)
     i_gl = jnp.argmin(key_gl)
     i_k = jnp.argmin(k_err_key)
     e_code_d = jnp.select(
-        [which == 0, which == 1, which == 2, which == 3, which == 4],
+        [which == 0, which == 1, which == 2, which == 3, which == 4, which == 5],
         [
             err[i_tok],
             str_err[i_str],
@@ -541,21 +573,29 @@ def _lex_one(src, length, tables, limits: Limits):
             jnp.where(
                 k_bad_dedent[i_k],
                 Code.INDENTATION * 64 + Syntax.UNINDENT_MISMATCH,
-                Code.LIMIT * 64 + Limit.INDENT_DEPTH,
+                jnp.where(
+                    k_too_many[i_k],
+                    Code.INDENTATION * 64 + Syntax.TOO_DEEP,
+                    Code.LIMIT * 64 + Limit.INDENT_DEPTH,
+                ),
             ),
             _c(Code.SYNTAX * 64 + Syntax.EOF_IN_MULTILINE, i32),
+            _c(Code.SYNTAX * 64 + Syntax.NULL_BYTES, i32),
         ],
         0,
     )
     i_k_pos = k_pos[i_k]
     e_byte = jnp.select(
-        [which == 0, which == 1, which == 2, which == 3], [i_tok, str_at[i_str], i_gl, i_k_pos], 0
+        [which == 0, which == 1, which == 2, which == 3, which == 5],
+        [i_tok, str_at[i_str], i_gl, i_k_pos, nul_ls],
+        0,
     )
     e_line = jnp.where(which == 4, l_end, _at(line_no, e_byte, 0))
     e_col = jnp.select(
-        [which == 3, which == 4],
+        [which == 3, which == 4, which == 5],
         [
             jnp.where(k_bad_dedent[i_k], jnp.maximum(i_k_pos - k_ls[i_k] - 1, 0), 0),
+            0,
             0,
         ],
         _at(col, e_byte, 0),
@@ -901,12 +941,15 @@ def lex(source, length, limits: Limits = DEFAULT) -> tuple[Tokens, Error]:
 
 def encode(sources, limits: Limits = DEFAULT) -> tuple[np.ndarray, np.ndarray]:
     """Pad sources (str or bytes) to UInt8[B, max_source_bytes]; a source too long keeps
-    its true length, so that lex reports Limit.SOURCE_BYTES instead of truncating it."""
+    its true length, so that lex reports Limit.SOURCE_BYTES instead of truncating it.
+    A UTF-8 byte-order mark at the start is dropped, as CPython skips it (``lex`` itself
+    takes it for non-ASCII bytes)."""
     N = limits.max_source_bytes
     out = np.zeros((len(sources), N), np.uint8)
     lengths = np.zeros(len(sources), np.int32)
     for i, s in enumerate(sources):
-        data = s.encode("utf-8", "surrogateescape") if isinstance(s, str) else bytes(s)
+        s = without_bom(s)
+        data = s.encode("utf-8", "surrogateescape") if isinstance(s, str) else s
         k = min(len(data), N)
         out[i, :k] = np.frombuffer(data[:k], np.uint8)
         lengths[i] = len(data)
@@ -953,7 +996,7 @@ def main(argv=None) -> int:
     ap.add_argument("-e", "--exact", action="store_true")
     args = ap.parse_args(argv)
     with open(args.filename, "rb") as f:
-        data = f.read()
+        data = without_bom(f.read())  # tokenize skips it too
     limits = cli_limits(len(data))
     src, length = encode([data], limits)
     toks, err = lex(src, length, limits)

@@ -24,7 +24,7 @@ from jax import lax
 
 from jaxcc import grammar as G
 from jaxcc import lexer
-from jaxcc.errors import Code, Error, Limit, Syntax, source_lines
+from jaxcc.errors import Code, Error, Limit, Syntax, source_lines, without_bom
 from jaxcc.limits import DEFAULT, Limits
 from jaxcc.syntax import Ann, Ast, Ctx, Node
 from jaxcc.tokens import N_TOK, NAME_BOOL, NAME_INT, Tok, Tokens
@@ -470,6 +470,8 @@ def _finish(c: _Carry, tok: Tokens, lex: Error, flags, N: int) -> tuple[Ast, Err
         (lex.detail == Syntax.UNMATCHED_PAREN)
         | (lex.detail == Syntax.INVALID_DECIMAL)
         | (lex.detail == Syntax.INVALID_NUMBER)
+        | (lex.detail == Syntax.TOO_MANY_PARENS)
+        | (lex.detail == Syntax.NULL_BYTES)
         | ((lex.detail == Syntax.EOF_IN_MULTILINE) & (unclosed_before | unmatched))
     )
     lex_first = psyntax & lex_tokenizer
@@ -488,6 +490,10 @@ def _finish(c: _Carry, tok: Tokens, lex: Error, flags, N: int) -> tuple[Ast, Err
     )
     cands[2] = (lex.code, lex.line, lex.col, lex.detail)
     best = _first_error(cands, lex_first)
+    # CPython reports a decimal literal over its digit limit at column 0 of the line (it
+    # is found by position among the others, at the literal)
+    digits = (best.code == Code.SYNTAX) & (best.detail == Syntax.INT_MAX_STR_DIGITS)
+    best = best._replace(col=jnp.where(digits, 0, best.col).astype(I32))
 
     ok = best.code == Code.OK
     n = jnp.where(ok, c.n, 0)
@@ -624,7 +630,7 @@ def main(argv: list[str] | None = None, limits: Limits | None = None) -> int:
         return 2
     path = argv[0]
     with open(path, "rb") as f:
-        source = f.read()
+        source = without_bom(f.read())  # ast.parse skips it too
     limits = _limits.CLI if limits is None else limits
     tokens, lex_err = _lex(source, limits)
     tree, err = parse(tokens, limits, lex_err)

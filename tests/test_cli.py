@@ -29,7 +29,8 @@ def jaxcc(capsys, *argv) -> tuple[int, str, str]:
     """(exit status, stdout, stderr) of cli.main(argv).
 
     These tests are about the command line itself, so they pin the (fast to start)
-    reference backends unless a test names one; tests/test_jax_path.py runs the JAX path.
+    reference backends unless a test names one; tests/test_examples.py and
+    tests/test_edges.py run the JAX path.
     """
     argv = [str(a) for a in argv]
     if argv and argv[0] == "run":

@@ -227,9 +227,20 @@ def test_error_positions():
         "y = 0x\n": (Code.SYNTAX, 1, 4, Syntax.INVALID_NUMBER),
         "import x\n": (Code.UNSUPPORTED, 1, 0, Unsupported.KEYWORD),
         "x = 1\ny = 'é'\n": (Code.UNSUPPORTED, 2, 5, Unsupported.NON_ASCII),
+        # a NUL: at the start of its line, before the errors on it (`python FILE`)
+        "x = 1\ny = \0\n": (Code.SYNTAX, 2, 0, Syntax.NULL_BYTES),
+        "x = 1\ny = $ \0\n": (Code.SYNTAX, 2, 0, Syntax.NULL_BYTES),
+        "x = 1\n\0 = 'é'\n": (Code.UNSUPPORTED, 2, 5, Unsupported.NON_ASCII),
+        # CPython's 200 open brackets, of any kind
+        "x = " + "(" * 201 + "\n": (Code.SYNTAX, 1, 204, Syntax.TOO_MANY_PARENS),
+        "x = " + "(" * 200 + "[\n": (Code.SYNTAX, 1, 204, Syntax.TOO_MANY_PARENS),
+        "x = (\n" + "(" * 200 + "\n": (Code.SYNTAX, 2, 199, Syntax.TOO_MANY_PARENS),
+        # encode drops a byte-order mark: columns do not count it
+        "\ufeffx = 'a'\n": (Code.UNSUPPORTED, 1, 4, Unsupported.STRING),
     }
     for (src, want), (_, err) in zip(cases.items(), lex_many(list(cases)), strict=True):
         assert err == tuple(int(x) for x in want), src
+        assert tuple(int(x) for x in host_lex(src, LIM)[1]) == err, src
 
 
 # A number glued to what follows it: tokenize splits the text without complaint, CPython's

@@ -69,7 +69,17 @@ from typing import NamedTuple
 import numpy as np
 
 from jaxcc import isa
-from jaxcc.errors import Code, Error, Limit, Syntax, Type, Unsupported
+from jaxcc.errors import (
+    SYNTAX_MESSAGES,
+    Code,
+    Error,
+    Limit,
+    Syntax,
+    Type,
+    Unsupported,
+    source_lines,
+    without_bom,
+)
 from jaxcc.isa import T_BOOL, T_INT, T_NONE, Op
 from jaxcc.limits import DEFAULT, Limits
 from jaxcc.reference.flatten import flatten
@@ -188,6 +198,10 @@ _SYNTAX_DETAILS = (
     ("cannot assign to", Syntax.CANNOT_ASSIGN),
     ("illegal expression for augmented assignment", Syntax.CANNOT_ASSIGN),
     ("multi-line statement", Syntax.EOF_IN_MULTILINE),
+    ("cannot contain null bytes", Syntax.NULL_BYTES),
+    ("too many nested parentheses", Syntax.TOO_MANY_PARENS),
+    ("too many levels of indentation", Syntax.TOO_DEEP),
+    ("for integer string conversion", Syntax.INT_MAX_STR_DIGITS),
 )
 
 
@@ -225,6 +239,28 @@ def _byte_col(e: SyntaxError) -> int:
     return col
 
 
+# `python FILE` reads a file line by line and raises "source code cannot contain null
+# bytes" when it reads the first line holding one: after the errors of the lines before,
+# as an error of its tokenizer (so before a SyntaxError of its parser). compile() of a
+# string instead rejects any NUL up front. That line and the rest replaced by one control
+# character, which the tokenizer rejects in the same way at the same place, make
+# compile() say what `python FILE` says, in the stand-in's words.
+_NUL_STANDIN = b"\x01\n"
+_NUL_STANDIN_MESSAGE = "invalid non-printable character U+0001"
+
+
+def _null_as_tokenizer_error(data: bytes) -> bytes:
+    if b"\0" not in data:
+        return data
+    return data[: data.rfind(b"\n", 0, data.index(b"\0")) + 1] + _NUL_STANDIN
+
+
+def _nul_line(data: bytes) -> int:
+    """The line of the stand-in, counted as CPython counts lines."""
+    prefix = data[: data.rfind(b"\n", 0, data.index(b"\0")) + 1]
+    return len(source_lines(prefix.decode("utf-8", "replace"))) + 1
+
+
 def front_end(data: bytes, limits: Limits) -> ast.Module:
     """Phase 1: the source size; CPython's SyntaxError (from compile(), so 'return'
     outside function and the like too) at CPython's position; then flatten's errors
@@ -232,8 +268,10 @@ def front_end(data: bytes, limits: Limits) -> ast.Module:
     if len(data) > limits.max_source_bytes:
         raise CompileError(Code.LIMIT, 1, 0, Limit.SOURCE_BYTES,
                            f"source longer than {limits.max_source_bytes} bytes")  # fmt: skip
-    e = _cpython_error(data, "compile")
+    e = _cpython_error(_null_as_tokenizer_error(data), "compile")
     if e is not None:
+        if b"\0" in data and e.msg == _NUL_STANDIN_MESSAGE and e.lineno == _nul_line(data):
+            e = SyntaxError(SYNTAX_MESSAGES[Syntax.NULL_BYTES], ("<jaxcc>", e.lineno, 1, ""))
         code = Code.INDENTATION if isinstance(e, IndentationError) else Code.SYNTAX
         raise CompileError(code, e.lineno or 0, _byte_col(e), syntax_detail(e.msg), e.msg)
     with warnings.catch_warnings():
@@ -1130,9 +1168,11 @@ def _empty_program(limits: Limits) -> isa.Program:
 
 
 def _as_bytes(source: str | bytes) -> bytes:
+    """The source's bytes, without a byte-order mark at the start (CPython skips it)."""
+    source = without_bom(source)
     if isinstance(source, str):
         return source.encode("utf-8", "surrogateescape")
-    return bytes(source)
+    return source
 
 
 def compile_source(source: str | bytes, limits: Limits = DEFAULT) -> Compiled:

@@ -17,7 +17,17 @@ from typing import NamedTuple
 
 import numpy as np
 
-from jaxcc.errors import Code, Error, Limit, Syntax, Unsupported
+from jaxcc.errors import (
+    INT_MAX_STR_DIGITS,
+    MAX_INDENT_LEVEL,
+    MAX_PAREN_LEVEL,
+    Code,
+    Error,
+    Limit,
+    Syntax,
+    Unsupported,
+    without_bom,
+)
 from jaxcc.limits import DEFAULT, Limits
 from jaxcc.tokens import (
     KEYWORDS,
@@ -55,6 +65,12 @@ class _Tok(NamedTuple):
     value: int
 
 
+def _int(s: str) -> int:
+    """The value of an int literal; zeros alone are 0 however many (int() refuses more
+    than 4300 digits, CPython's compiler does not count leading zeros)."""
+    return 0 if set(s) <= set("0_") else int(s, 0)
+
+
 def _number(s: str) -> tuple[int, int, int] | None:
     """(code, detail, value) of a NUMBER token's text; None when it is a valid int32."""
     low = s.lower()
@@ -62,8 +78,12 @@ def _number(s: str) -> tuple[int, int, int] | None:
         return Code.UNSUPPORTED, Unsupported.IMAGINARY, 0
     if not low.startswith(("0x", "0o", "0b")) and any(c in low for c in ".e"):
         return Code.UNSUPPORTED, Unsupported.FLOAT, 0
+    if not low.startswith(("0x", "0o", "0b")):
+        digits = low.replace("_", "").lstrip("0")
+        if len(digits) > INT_MAX_STR_DIGITS:  # CPython refuses to convert it
+            return Code.SYNTAX, Syntax.INT_MAX_STR_DIGITS, 0
     try:
-        v = int(s, 0)
+        v = _int(s)
     except ValueError:
         if s.replace("_", "").isdigit():
             return Code.SYNTAX, Syntax.INVALID_DECIMAL, 0
@@ -74,10 +94,11 @@ def _number(s: str) -> tuple[int, int, int] | None:
 
 
 def host_lex(source: str | bytes, limits: Limits = DEFAULT) -> tuple[Tokens, Error]:
+    source = without_bom(source)
     if isinstance(source, str):
         data = source.encode("utf-8", "surrogateescape")
     else:
-        data = bytes(source)
+        data = source
     toks: list[_Tok] = []
     err = (Code.OK, 0, 0, 0)
 
@@ -104,14 +125,26 @@ def host_lex(source: str | bytes, limits: Limits = DEFAULT) -> tuple[Tokens, Err
             fail(Code.UNSUPPORTED, Unsupported.NON_ASCII, row, i - line_starts[row - 1])
             break
     text = data.decode("ascii", "replace")
+    # `python FILE` rejects a NUL when it reads the line holding it: before that line's
+    # first token (and any error there)
+    nul_line = data.count(b"\n", 0, data.find(b"\0")) + 1 if b"\0" in data else 0
+
+    def nul_first(row: int) -> bool:
+        if nul_line and row >= nul_line:
+            fail(Code.SYNTAX, Syntax.NULL_BYTES, nul_line, 0)
+            return True
+        return False
 
     names: dict[str, int] = {n: i for i, n in enumerate(RESERVED_NAMES)}
     depth = 0  # indentation levels open
+    level = 0  # brackets open (tokenize lets it go below 0; CPython stops there anyway)
     try:
         for t in tokenize.generate_tokens(io.StringIO(text).readline):
             if err[0] != Code.OK:
                 break
             (r0, c0), (r1, c1) = t.start, t.end
+            if nul_first(r0):
+                break
             value = 0
             if t.type == tokenize.NAME:
                 if t.string in KEYWORDS:
@@ -128,8 +161,15 @@ def host_lex(source: str | bytes, limits: Limits = DEFAULT) -> tuple[Tokens, Err
                     fail(bad[0], bad[1], r0, c0)
                     break
                 kind = Tok.NUMBER
-                value = int(np.array(int(t.string, 0) & 0xFFFFFFFF, np.uint32).view(np.int32))
+                value = int(np.array(_int(t.string) & 0xFFFFFFFF, np.uint32).view(np.int32))
             elif t.type == tokenize.OP:
+                if t.string in "([{":
+                    if level >= MAX_PAREN_LEVEL:
+                        fail(Code.SYNTAX, Syntax.TOO_MANY_PARENS, r0, c0)
+                        break
+                    level += 1
+                elif t.string in ")]}":
+                    level -= 1
                 if t.string in OPERATORS:
                     kind = OPERATORS[t.string]
                 elif t.string in _UNSUPPORTED_OPS:
@@ -172,17 +212,24 @@ def host_lex(source: str | bytes, limits: Limits = DEFAULT) -> tuple[Tokens, Err
                 fail(Code.LIMIT, Limit.TOKENS, r0, c0)
                 break
             depth += (kind == Tok.INDENT) - (kind == Tok.DEDENT)
+            if depth > MAX_INDENT_LEVEL:  # CPython's IndentationError, at the line
+                fail(Code.INDENTATION, Syntax.TOO_DEEP, r0, 0)
+                break
             if depth > limits.max_indent:
                 fail(Code.LIMIT, Limit.INDENT_DEPTH, r0, c0)
                 break
             toks.append(_Tok(int(kind), offset(r0, c0), offset(r1, c1), r0, c0, r1, c1, value))
     except IndentationError as e:
-        fail(Code.INDENTATION, Syntax.UNINDENT_MISMATCH, e.lineno or 0, max((e.offset or 1) - 1, 0))
+        if not nul_first(e.lineno or 0):
+            fail(Code.INDENTATION, Syntax.UNINDENT_MISMATCH, e.lineno or 0,
+                 max((e.offset or 1) - 1, 0))  # fmt: skip
     except tokenize.TokenError as e:
         row, col = e.args[1] if len(e.args) > 1 else (0, 0)
-        fail(Code.SYNTAX, Syntax.EOF_IN_MULTILINE, row, col)
+        if not nul_first(row):
+            fail(Code.SYNTAX, Syntax.EOF_IN_MULTILINE, row, col)
     except SyntaxError as e:  # 3.12's tokenizer raises these directly
-        fail(Code.SYNTAX, Syntax.INVALID, e.lineno or 0, max((e.offset or 1) - 1, 0))
+        if not nul_first(e.lineno or 0):
+            fail(Code.SYNTAX, Syntax.INVALID, e.lineno or 0, max((e.offset or 1) - 1, 0))
     return _pack(toks[: limits.max_tokens], limits), Error(*err)
 
 
