@@ -15,7 +15,7 @@ import jax
 import numpy as np
 
 from jaxcc import isa, lexer, middle, parser
-from jaxcc.errors import Code, Error, Limit, source_lines
+from jaxcc.errors import Code, Error, Limit, source_lines, without_bom
 from jaxcc.limits import DEFAULT, Limits
 
 
@@ -53,6 +53,7 @@ _DEF = re.compile(r"^[ \t]*def[ \t]+([A-Za-z_][A-Za-z0-9_]*)", re.M)
 
 
 def _debug(source: str | bytes) -> DebugInfo:
+    source = without_bom(source)  # as the lexer reads it (lexer.encode drops it)
     text = source.decode("utf-8", "replace") if isinstance(source, bytes) else source
     defs = [(m.group(1), text.count("\n", 0, m.start()) + 1) for m in _DEF.finditer(text)]
     names = ("<module>", *(d[0] for d in defs))

@@ -126,3 +126,11 @@ def test_edges_like_cpython(files, results, backend):
 def test_both_paths_agree(results):
     for name in CASES:
         assert results["jax"][name] == results["python"][name], name
+
+
+def test_byte_order_mark_keeps_function_names():
+    # the JAX compiler's host-side names (run-time errors say "in f") skip it too
+    from jaxcc import compiler
+
+    for src in ("\ufeffdef f(x):\n    return x\n", b"\xef\xbb\xbfdef f(x):\n    return x\n"):
+        assert compiler._debug(src).fn_names == ("<module>", "f")
