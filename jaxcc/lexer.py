@@ -43,7 +43,7 @@ i32 = jnp.int32
 # whole lexer compiled far more slowly with it; not yet measured on the GPU (docs/lexer.md)
 DFA_MODE = "vector"
 u32 = jnp.uint32
-_BIG = 1 << 30
+_BIG = 1 << 30  # above every event key 4 * byte + kind (Limits.check bounds the bytes)
 
 
 def _c(x, dtype=None):
@@ -930,7 +930,9 @@ def lex(source, length, limits: Limits = DEFAULT) -> tuple[Tokens, Error]:
 
     source: UInt8[B, N] (N = limits.max_source_bytes; bytes past length are ignored) or
     UInt8[N] for one program; length: Int32[B] (or a scalar). Works under jit and vmap.
+    Raises ValueError for limits beyond what its error keys hold (``Limits.check``).
     """
+    limits.check()
     source = jnp.asarray(source)
     length = jnp.asarray(length, i32)
     if source.ndim == 1:

@@ -20,6 +20,16 @@ class Limits(NamedTuple):
     max_output: int = 512  # output items per lane (each printed value and each newline)
     max_steps: int = 1_000_000  # instructions per lane
 
+    def check(self) -> Limits:
+        """This Limits, or ValueError naming a field too large for the int32 keys that
+        order errors: the lexer's ``4 * byte + kind`` stays below 2**30, the middle end's
+        ``64 * node + sub`` below 2**31."""
+        if not 0 < self.max_source_bytes < 1 << 28:
+            raise ValueError(f"max_source_bytes must be in 1 .. 2**28 - 1: {self.max_source_bytes}")
+        if not 0 < self.max_nodes < 1 << 25:
+            raise ValueError(f"max_nodes must be in 1 .. 2**25 - 1: {self.max_nodes}")
+        return self
+
 
 # Bulk API defaults (many lanes, memory matters).
 DEFAULT = Limits()

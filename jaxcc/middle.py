@@ -77,6 +77,7 @@ def middle_end(ast, tokens, limits: Limits, error: Error | None = None):
     it and gets an all-zero Program.
     """
     del tokens
+    limits.check()  # the passes order errors by 64 * node + sub in int32
     batched = jnp.ndim(ast.kind) == 2
     shape = ast.kind.shape[:1] if batched else ()
     if error is None:

@@ -18,6 +18,7 @@ import pytest
 from jaxcc import lexer
 from jaxcc import lexer_tables as LT
 from jaxcc.errors import Code, Limit, Syntax, Unsupported
+from jaxcc.limits import Limits
 from jaxcc.reference.compiler import syntax_detail
 from jaxcc.reference.host_lex import host_lex
 from jaxcc.tokens import Tok
@@ -396,3 +397,13 @@ def test_encode_pads_and_keeps_lengths(text):
     s, n = lexer.encode([text, text.encode()], LIM)
     assert s.shape == (2, LIM.max_source_bytes) and s.dtype == np.uint8
     assert n.tolist() == [len(text)] * 2 and bytes(s[0, : n[0]]) == text.encode()
+
+
+def test_limits_beyond_the_error_keys_are_refused():
+    # the lexer orders errors by 4 * byte + kind below 2**30
+    too_big = Limits(max_source_bytes=1 << 28)
+    with pytest.raises(ValueError, match="max_source_bytes"):
+        lexer.lex(np.zeros((1, 8), np.uint8), np.zeros(1, np.int32), too_big)
+    with pytest.raises(ValueError, match="max_nodes"):
+        Limits(max_nodes=1 << 25).check()
+    assert LIM.check() == LIM
