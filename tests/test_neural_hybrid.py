@@ -174,3 +174,35 @@ def test_slots():
     assert np.asarray(slot).tolist() == [-1, 0, 1, -1, 2]
     rows, live, slot = H._slots(jnp.zeros(3, bool), 2)
     assert not np.asarray(live).any() and (np.asarray(slot) == -1).all()
+
+
+def test_claims_quick(tmp_path):
+    """``python -m jaxcc.neural.claims --quick`` (tiny random model, no timing, no k = 1000
+    curve): results.json holds every claim's numbers, and they are consistent."""
+    import json
+
+    from jaxcc.neural import claims
+
+    assert claims.main(["--out", str(tmp_path), "--quick", "--no-timing", "--big-k", "0"]) == 0
+    r = json.loads((tmp_path / "results.json").read_text())
+    assert (tmp_path / "p_success.png").exists() and r["plots"] == ["p_success.png"]
+    assert r["programs"] >= 2 and set(r["classes"]) <= {"level0", "handwritten"}
+    for c in r["classes"].values():
+        p, n = c["p_correct_mean"], c["samples_per_program"]
+        assert 0 <= p <= 1 and n == 4 and c["eq6_range"] == [0.3, 0.5]
+        obs = [c["p_success_observed"][k] for k in sorted(c["p_success_observed"], key=int)]
+        assert obs[0] == pytest.approx(p)
+        assert all(a <= b + 1e-9 for a, b in zip(obs[:-1], obs[1:], strict=True))
+        assert c["p_success_eq7"]["1"] == pytest.approx(p)
+        assert c["p_correct_recheck_mean"] <= p + 1e-9  # truth: level 3 and the re-check
+    for level in ("1", "2", "3"):
+        w = r["wrong_but_accepted"][level]
+        assert 0 <= w["wrong_accepted"] <= min(w["accepted"], w["wrong"])
+        assert w["chosen_wrong"] <= w["chosen"] <= w["programs"]
+    n_acc = r["reasons_level3"]["ACCEPTED"]
+    assert r["wrong_but_accepted"]["3"]["accepted"] == n_acc
+    assert sum(r["reasons_level3"].values()) == 4 * r["programs"]
+    lc = r["learned_code"]
+    assert (
+        lc["programs_with_correct"] <= r["programs"] and lc["faster"] <= lc["programs_with_correct"]
+    )
