@@ -815,6 +815,117 @@ def bench_scaling(ctx: Ctx):
                     throughput=work / dt, unit=unit, **extra)  # fmt: skip
 
 
+# ------------------------------------------------------------------ entries: neural, hybrid
+
+NEURAL_NEEDS = ("jaxcc.neural.hybrid:hybrid_compile,sample_each", "jaxcc.neural.weights:load")
+
+
+def _neural_setup(ctx: Ctx):
+    """(cfg, params, limits, label) of the model measured: the shipped weights (or
+    --neural-weights); with --quick, a tiny random-init model at small shapes (what the
+    CPU smoke test runs; its numbers say nothing about the real model)."""
+    from jaxcc.neural import claims, hybrid, weights
+
+    def make():
+        if ctx.quick and not ctx.args.neural_weights:
+            from jaxcc.neural.model import init_params
+
+            cfg = claims.QUICK_CFG
+            return cfg, init_params(cfg, 0), claims.QUICK_LIMITS, "random-init tiny model"
+        path = ctx.args.neural_weights or weights.DEFAULT
+        cfg, params = weights.load(path)
+        return cfg, params, hybrid.NEURAL_LIMITS, os.path.relpath(path, ROOT)
+
+    return ctx.memo("neural_model", make)
+
+
+def _neural_sources(ctx: Ctx, lim) -> list[str]:
+    """The small corpus programs that fit the neural path's source shape."""
+    return [p["source"] for p in ctx.corpus["small"]
+            if len(p["source"].encode()) <= lim.max_source_bytes]  # fmt: skip
+
+
+@register("neural", needs=NEURAL_NEEDS, quick=False)
+def bench_neural(ctx: Ctx):
+    """The neural path's generation: k candidates per program (sampling and assembly, one
+    jit), candidates/s at k = 16, 256, 1000 (4096 / k programs per call, at most 64)."""
+    import jax
+
+    from jaxcc import lexer
+    from jaxcc.neural import hybrid
+
+    cfg, params, lim, label = _neural_setup(ctx)
+    sources = _neural_sources(ctx, lim)
+    for k in (2, 4) if ctx.quick else (16, 256, 1000):
+        if ctx.over_budget():
+            ctx.add(bench="neural", k=k, note="stopped: entry time budget spent")
+            break
+        b = max(1, min(4 if ctx.quick else 64, 4096 // k))
+        src, length = lexer.encode((sources * b)[:b], lim)
+        tokens, _ = jax.jit(lexer.lex, static_argnames="limits")(src, length, lim)
+        keys = jax.vmap(lambda i: jax.random.fold_in(jax.random.key(0), i))(np.arange(b))
+        # the parameters are an argument (closed over, they would be HLO constants)
+        gen = jax.jit(lambda t, p, kk, k=k: hybrid.sample_each(t, p, kk, k, lim, 0.8, 0.95,
+                                                               True, cfg)[1])  # fmt: skip
+        m = measure(gen, (tokens, params, keys), ctx)
+        ctx.add(bench="neural", size="small", batch=b, k=k, candidates=b * k,
+                seconds=m["seconds"], throughput=b * k / m["seconds"], unit="candidates/s",
+                ok=int(np.asarray(m["out"]).sum()), compile_s=m["compile_s"], model=label)  # fmt: skip
+
+
+@register("hybrid", needs=NEURAL_NEEDS, quick=False)
+def bench_hybrid(ctx: Ctx):
+    """The hybrid compiler (hybrid_compile with the shipped router, k = 16, sub-batch m =
+    batch) beside the deterministic compiler at the same shapes and CPython (compile() +
+    exec + the tests, one process) on the same programs, in one run: programs/s."""
+    import jax
+    import jax.numpy as jnp
+
+    from jaxcc.neural import hybrid, router
+
+    cfg, params, lim, label = _neural_setup(ctx)
+    sources = _neural_sources(ctx, lim)
+    got = router.load()
+    rparams, threshold = got if got is not None else (None, 0.0)
+    k = 2 if ctx.quick else 16
+    batches = [b for b in ctx.batches() if b <= (4 if ctx.quick else 256)]
+
+    def make(b):
+        return encode((sources * b)[:b], lim)
+
+    def run_hybrid(src, length, p, rp, thr):
+        h = hybrid.hybrid_compile(src, length, p, rp, thr, jax.random.key(0), cfg=cfg, k=k,
+                                  m=src.shape[0], limits=lim, nl=lim,
+                                  vl=hybrid.VERIFY_LIMITS if not ctx.quick else lim,
+                                  n_probes=32 if not ctx.quick else 8)  # fmt: skip
+        return h.path, h.program.n_code
+
+    jitted = jax.jit(run_hybrid)
+    for b in batches:
+        if ctx.over_budget():
+            ctx.add(bench="hybrid", batch=b, note="stopped: entry time budget spent")
+            break
+        src, length = make(b)
+        m = measure(jitted, (src, length, params, rparams, jnp.float32(threshold)), ctx)
+        path = np.asarray(m["out"][0])
+        counts = {f"path_{x.name.lower()}": int((path == x).sum()) for x in hybrid.Path}
+        ctx.add(bench="hybrid", size="small", batch=b, k=k, seconds=m["seconds"],
+                throughput=b / m["seconds"], unit="programs/s", compile_s=m["compile_s"],
+                p_simple=float(np.mean(path >= hybrid.Path.OVERFLOW)), model=label,
+                variant="hybrid", **counts)  # fmt: skip
+    det = jax.jit(compile_fn(lim))
+    for b in batches:
+        m = measure(det, make(b), ctx)
+        ctx.add(bench="hybrid", size="small", batch=b, seconds=m["seconds"],
+                throughput=b / m["seconds"], unit="programs/s", compile_s=m["compile_s"],
+                variant="deterministic")  # fmt: skip
+    progs = [p for p in ctx.corpus["small"] if p["source"] in set(sources)]
+    r = baselines.cpython(corpus_mod.tile(progs, _baseline_n(ctx, 2048, 64)))
+    ctx.add(bench="hybrid", size="small", batch=r["programs"], seconds=r["seconds"],
+            throughput=r["programs"] / r["seconds"], unit="programs/s", variant="cpython",
+            passed=r["passed"])  # fmt: skip
+
+
 @register("examples", needs=LOOP_NEEDS + ("jaxcc.vm:run",), quick=False)
 def bench_examples(ctx: Ctx):
     """examples/*.py compiled and run on the device as one batch; their output is
@@ -918,6 +1029,8 @@ def parse_args(argv=None):
         "--entry-budget-s", type=float, default=None, help="stop an entry's sweeps after this long"
     )
     p.add_argument("--seed", type=int, default=0, help="corpus seed")
+    p.add_argument("--neural-weights", default=None,
+                   help="neural/hybrid entries: model.npz (default: the shipped model)")  # fmt: skip
     p.add_argument("--n-corpus", type=int, default=None, help="programs per corpus size")
     p.add_argument("--cache", default=os.path.join(ROOT, ".jax_cache"),
                    help="persistent compilation cache ('' for none)")  # fmt: skip

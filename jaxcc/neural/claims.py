@@ -602,9 +602,33 @@ def main(argv=None) -> int:
     classes = classes[keep]
     ref = jax.tree.map(lambda x: x[keep], ref)
 
+    results = {
+        "device": jax.devices()[0].device_kind,
+        "weights": str(wname),
+        "args": vars(ns),
+        "programs": int(len(sources)),
+        "classes_by": "curriculum level (held-out generated programs); hand-written apart",
+        "classes": {},
+    }
+
+    def save(stage: str) -> None:
+        """results.json after every stage: a run stopped by a time limit keeps the rest."""
+        results["stage"] = stage
+        results["seconds"] = time.perf_counter() - t_start
+        with open(os.path.join(ns.out, "results.json"), "w") as f:
+            json.dump(results, f, indent=1, default=str)
+
     j = judge_all(ns, cfg, params, sources, ref, nl, vl, ns.funcs, ns.samples, key, ns.chunk)
     good = truth(ns, sources, ref, j, nl, vl, jax.random.fold_in(key, 7))
     c3 = j.acc3.sum(axis=1)
+    for name in dict.fromkeys(classes):
+        m = classes == name
+        results["classes"][name] = class_stats(name, c3[m], ns.samples, [])
+        results["classes"][name]["p_correct_recheck_mean"] = float(good[m].mean())
+    results["wrong_but_accepted"] = wrong_but_accepted(j, good, j.has_tests)
+    results["learned_code"] = learned_code(j, good)
+    results["reasons_level3"] = verify.reason_counts(j.reason3)
+    save("judged")
 
     # the big-k curve: --big-n programs per class at --big-k samples (level 3 only)
     big: dict[str, list] = {}
@@ -618,27 +642,19 @@ def main(argv=None) -> int:
                            ns.big_k, jax.random.fold_in(key, 11), 1)  # fmt: skip
             big[name] = [(ns.big_k, int(c)) for c in jb.acc3.sum(axis=1)]
 
-    results = {
-        "device": jax.devices()[0].device_kind,
-        "weights": str(wname),
-        "args": vars(ns),
-        "programs": int(len(sources)),
-        "classes_by": "curriculum level (held-out generated programs); hand-written apart",
-        "classes": {},
-    }
     for name in dict.fromkeys(classes):
-        m = classes == name
-        results["classes"][name] = class_stats(name, c3[m], ns.samples, big.get(name, []))
-        results["classes"][name]["p_correct_recheck_mean"] = float(good[m].mean())
-    results["wrong_but_accepted"] = wrong_but_accepted(j, good, j.has_tests)
-    results["learned_code"] = learned_code(j, good)
-    results["reasons_level3"] = verify.reason_counts(j.reason3)
+        if name in big:
+            m = classes == name
+            stats = class_stats(name, c3[m], ns.samples, big[name])
+            results["classes"][name]["p_success_observed_big_k"] = stats["p_success_observed_big_k"]
+            results["classes"][name]["big_k_programs"] = stats["big_k_programs"]
+    save("big_k")
+    results["plots"] = [os.path.basename(f) for f in plots(ns.out, results)]
+    save("plotted")
     if not ns.no_timing:
         results["timing"] = timing(ns, cfg, params, sources, nl, vl, ns.funcs)
-    results["seconds"] = time.perf_counter() - t_start
-    results["plots"] = [os.path.basename(f) for f in plots(ns.out, results)]
-    with open(os.path.join(ns.out, "results.json"), "w") as f:
-        json.dump(results, f, indent=1, default=str)
+        results["plots"] = [os.path.basename(f) for f in plots(ns.out, results)]
+    save("done")
     print(json.dumps({k: results[k] for k in ("wrong_but_accepted", "learned_code")}, indent=1))
     for name, c in results["classes"].items():
         print(name, {k: c[k] for k in ("programs", "p_correct_mean", "k99_observed", "k99_eq8")})
