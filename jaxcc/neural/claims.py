@@ -491,6 +491,8 @@ def plots(out_dir: str, results: dict) -> list[str]:
     import matplotlib.pyplot as plt
 
     files = []
+    if not results["classes"]:  # the timing part alone
+        return files + _throughput_plot(out_dir, results, plt)
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for i, (name, c) in enumerate(results["classes"].items()):
         col = f"C{i}"
@@ -512,6 +514,11 @@ def plots(out_dir: str, results: dict) -> list[str]:
     fig.savefig(files[-1], dpi=110)
     plt.close(fig)
 
+    return files + _throughput_plot(out_dir, results, plt)
+
+
+def _throughput_plot(out_dir: str, results: dict, plt) -> list[str]:
+    files = []
     t = results.get("timing") or {}
     if t.get("deterministic") or t.get("neural"):
         fig, ax = plt.subplots(figsize=(6, 4))
@@ -559,7 +566,8 @@ def parse_args(argv=None):
     p.add_argument("--det-batches", default="1,16,256,4096")
     p.add_argument("--timing-k", type=int, default=16)
     p.add_argument("--timing-budget-s", type=float, default=150.0)
-    p.add_argument("--no-timing", action="store_true")
+    p.add_argument("--no-timing", action="store_true", help="skip the timing part")
+    p.add_argument("--timing-only", action="store_true", help="only the timing part")
     p.add_argument("--no-cpython", action="store_true")
     ns = p.parse_args(argv)
     if ns.quick:
@@ -617,6 +625,13 @@ def main(argv=None) -> int:
         results["seconds"] = time.perf_counter() - t_start
         with open(os.path.join(ns.out, "results.json"), "w") as f:
             json.dump(results, f, indent=1, default=str)
+
+    if ns.timing_only:
+        results["timing"] = timing(ns, cfg, params, sources, nl, vl, ns.funcs)
+        results["plots"] = [os.path.basename(f) for f in plots(ns.out, results)]
+        save("done")
+        print(f"done in {results['seconds']:.0f} s -> {ns.out}", flush=True)
+        return 0
 
     j = judge_all(ns, cfg, params, sources, ref, nl, vl, ns.funcs, ns.samples, key, ns.chunk)
     good = truth(ns, sources, ref, j, nl, vl, jax.random.fold_in(key, 7))
