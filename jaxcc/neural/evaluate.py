@@ -54,9 +54,25 @@ def reference_programs(sources, nl):
     return stacked, np.array(ok)
 
 
+def n_source_tokens(sources, limits) -> np.ndarray:
+    """Int[len]: tokens the model reads per source (COMMENT and NL dropped; host lexer)."""
+    from jaxcc.reference.host_lex import host_lex
+    from jaxcc.tokens import Tok
+
+    out = []
+    for s in sources:
+        t, _ = host_lex(s, limits)
+        kind = np.asarray(t.kind)[: int(t.n_tokens)]
+        out.append(int(np.sum((kind != Tok.COMMENT) & (kind != Tok.NL))))
+    return np.array(out)
+
+
 def judge(sources, cfg, params, key, k, temperature, greedy_first, n_probes, nl, vl, batch=64):
-    """Bool[len, k]: which of k samples per source behave as the reference; and timing."""
+    """Bool[len, k]: which of k samples per source behave as the reference; and timing.
+    Each batch samples at the smallest budget that holds its longest source
+    (``sample.tier``)."""
     ref, ok = reference_programs(sources, nl)
+    n_src = n_source_tokens(sources, nl)
     out = np.zeros((len(sources), k), bool)
     t_sample = 0.0
     for i in range(0, len(sources), batch):
@@ -65,9 +81,10 @@ def judge(sources, cfg, params, key, k, temperature, greedy_first, n_probes, nl,
         src, length = lexer.encode([sources[j] for j in pad], nl)
         sel = np.asarray(pad)
         r = jax.tree.map(lambda x, sel=sel: x[sel], ref)
+        tier = S.tier(int(n_src[idx].max()), cfg)
         t0 = time.time()
         v = _judge_jit(src, length, params, jax.random.fold_in(key, i), r, temperature, cfg, k,
-                       greedy_first, n_probes, nl, vl)  # fmt: skip
+                       greedy_first, n_probes, nl, vl, tier)  # fmt: skip
         acc = np.asarray(jax.device_get(v))
         t_sample += time.time() - t0
         out[idx] = acc[: len(idx)] & ok[idx, None]
@@ -79,17 +96,19 @@ def _noop(x):
     return x
 
 
-def _judge_impl(src, length, params, key, ref, temperature, cfg, k, greedy_first, n_probes, nl, vl):
+def _judge_impl(src, length, params, key, ref, temperature, cfg, k, greedy_first, n_probes, nl, vl,
+                tier=None):  # fmt: skip
     ks, kp = jax.random.split(key)
     tokens, _ = lexer.lex(src, length, nl)
-    c = S.compile(tokens, params, ks, k, nl, temperature, 1.0, greedy_first, cfg=cfg)
+    c = S.compile(tokens, params, ks, k, nl, temperature, 1.0, greedy_first, cfg=cfg,
+                  nlimits=tier)  # fmt: skip
     probes = verify.make_probes(tokens, ref.fn_nparams, kp, n_probes)
     v = verify.verify_against(c.program, ref, probes, vl)
     return v.accepted & c.ok
 
 
 _judge_jit = jax.jit(
-    _judge_impl, static_argnames=("cfg", "k", "greedy_first", "n_probes", "nl", "vl")
+    _judge_impl, static_argnames=("cfg", "k", "greedy_first", "n_probes", "nl", "vl", "tier")
 )
 
 
@@ -97,13 +116,16 @@ def throughput(cfg, params, sources, nl, ks=(16, 256, 1000), budget_s: float = 6
     """Candidates per second (sampling + assembly) at each k, one program batch per k."""
     rows = []
     t_end = time.time() + budget_s
+    tier = S.tier(int(n_source_tokens(sources, nl).max()), cfg)
     for k in ks:
         b = max(1, min(64, 4096 // k))
         src, length = lexer.encode((sources * b)[:b], nl)
         tokens, _ = jax.jit(lexer.lex, static_argnames=("limits",))(src, length, nl)
         f = jax.jit(
             lambda t, key, k=k: (
-                S.compile(t, params, key, k, nl, 0.8, 0.95, True, cfg=cfg).program.n_code
+                S.compile(
+                    t, params, key, k, nl, 0.8, 0.95, True, cfg=cfg, nlimits=tier
+                ).program.n_code
             )
         )
         jax.block_until_ready(f(tokens, jax.random.key(0)))  # compile
@@ -113,7 +135,7 @@ def throughput(cfg, params, sources, nl, ks=(16, 256, 1000), budget_s: float = 6
             jax.block_until_ready(f(tokens, jax.random.key(r + 1)))
             times.append(time.time() - t0)
         med = float(np.median(times))
-        rows.append({"k": k, "programs": b, "candidates": b * k, "seconds": med,
+        rows.append({"k": k, "programs": b, "candidates": b * k, "seconds": med, "tier": list(tier),
                      "candidates_per_s": b * k / med})  # fmt: skip
         if time.time() > t_end:
             break
@@ -169,7 +191,7 @@ def main(argv=None) -> int:
              greedy=np.array([r[3] for r in rows]), n=ns.k)  # fmt: skip
     # hand-written programs and examples: the neural path alone (level 2) at k = 16
     hand = []
-    for d in (ns.handwritten, "examples"):
+    for d in (ns.handwritten, "examples") if ns.handwritten else ():
         if os.path.isdir(d):
             for f in sorted(os.listdir(d)):
                 if f.endswith(".py") and os.path.exists(os.path.join(d, f[:-3] + ".out")):

@@ -19,6 +19,7 @@ import argparse
 import functools
 import json
 import os
+import sys
 import time
 from typing import NamedTuple
 
@@ -294,7 +295,7 @@ def main(argv=None) -> int:
         params = init_params(cfg, h.seed)
         opt_state = tx.init(params)
         meta = {"config": cfg._asdict(), "hyper": h._asdict(), "step": 0, "history": [],
-                "command": "python -m jaxcc.neural.train " + " ".join(argv or []), "calls": []}  # fmt: skip
+                "command": "python -m jaxcc.neural.train " + " ".join(sys.argv[1:] if argv is None else argv), "calls": []}  # fmt: skip
     else:
         params, opt_state, meta = got
         meta["hyper"].setdefault("reuse", 1)
@@ -376,9 +377,7 @@ def main(argv=None) -> int:
 CONFIGS = {
     "base": Config(d_model=256, n_layers=6, n_heads=8, d_ff=1024, features=2),
     "v1": Config(d_model=256, n_layers=4, n_heads=8, d_ff=768),
-    "tiny": Config(
-        d_model=64, n_layers=2, n_heads=4, d_ff=128, remat=False, features=2
-    ),
+    "tiny": Config(d_model=64, n_layers=2, n_heads=4, d_ff=128, remat=False, features=2),
 }
 
 if __name__ == "__main__":
