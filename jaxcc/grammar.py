@@ -23,8 +23,9 @@ from typing import NamedTuple
 
 import numpy as np
 
+from jaxcc import ops
 from jaxcc.errors import Code, Syntax, Unsupported
-from jaxcc.syntax import BinOp, BoolOp, CmpOp, ConstKind, Node, UnaryOp
+from jaxcc.syntax import BinOp, ConstKind, Node
 from jaxcc.tokens import N_TOK, Tok
 
 TABLES_PATH = os.path.join(os.path.dirname(__file__), "data", "parse_tables.npz")
@@ -221,21 +222,11 @@ ACTIONS: dict[str, dict] = {
         check=CHECK_CHAIN, ecode=Code.UNSUPPORTED, edetail=Unsupported.CHAINED_ASSIGNMENT, aux=0
     ),
     "ann_assign": _unsupported(Unsupported.ANNOTATED_ASSIGNMENT, aux=1),
+    # `x op= e` for every binary operator with an augmented form (ops.py's aug_tok)
     **{
-        "aug_" + name.lower(): _node(Node.AUG_ASSIGN, op=BinOp[name], aux=0, **_TARGET)
-        for name in (
-            "Add",
-            "Sub",
-            "Mult",
-            "FloorDiv",
-            "Mod",
-            "Pow",
-            "LShift",
-            "RShift",
-            "BitAnd",
-            "BitOr",
-            "BitXor",
-        )
+        "aug_" + BinOp(r.sub).name.lower(): _node(Node.AUG_ASSIGN, op=r.sub, aux=0, **_TARGET)
+        for r in ops.BINARY
+        if r.aug_tok is not None
     },
     "if_stmt": _node(Node.IF),
     "while_stmt": _node(Node.WHILE),
@@ -269,31 +260,10 @@ ACTIONS: dict[str, dict] = {
     "param_default": _unsupported(Unsupported.DEFAULT_ARGUMENT),
     "param_star": _unsupported(Unsupported.STAR_ARGUMENT),
     "ifexp": _node(Node.IFEXP),
-    "bool_or": _node(Node.BOOLOP, op=BoolOp.Or),
-    "bool_and": _node(Node.BOOLOP, op=BoolOp.And),
-    "not_": _node(Node.UNARYOP, op=UnaryOp.Not),
+    # operators: the rule alias is the row's name (ops.py)
+    **{r.name: _node(r.node, op=r.sub) for r in ops.OPERATORS},
     "compare": _node(Node.COMPARE),
-    "lt": _node(Node.CMPOP, op=CmpOp.Lt),
-    "lte": _node(Node.CMPOP, op=CmpOp.LtE),
-    "gt": _node(Node.CMPOP, op=CmpOp.Gt),
-    "gte": _node(Node.CMPOP, op=CmpOp.GtE),
-    "eq": _node(Node.CMPOP, op=CmpOp.Eq),
-    "not_eq": _node(Node.CMPOP, op=CmpOp.NotEq),
     "cmp_in": _unsupported(Unsupported.COMPARISON),
-    "bitor": _node(Node.BINOP, op=BinOp.BitOr),
-    "bitxor": _node(Node.BINOP, op=BinOp.BitXor),
-    "bitand": _node(Node.BINOP, op=BinOp.BitAnd),
-    "lshift": _node(Node.BINOP, op=BinOp.LShift),
-    "rshift": _node(Node.BINOP, op=BinOp.RShift),
-    "add": _node(Node.BINOP, op=BinOp.Add),
-    "sub": _node(Node.BINOP, op=BinOp.Sub),
-    "mult": _node(Node.BINOP, op=BinOp.Mult),
-    "floordiv": _node(Node.BINOP, op=BinOp.FloorDiv),
-    "mod": _node(Node.BINOP, op=BinOp.Mod),
-    "pow": _node(Node.BINOP, op=BinOp.Pow),
-    "uadd": _node(Node.UNARYOP, op=UnaryOp.UAdd),
-    "usub": _node(Node.UNARYOP, op=UnaryOp.USub),
-    "invert": _node(Node.UNARYOP, op=UnaryOp.Invert),
     "name": _node(Node.NAME, vmode=VAL_TOKEN),  # op = Ctx.Load; Store is set after parsing
     "bad_call": _unsupported(Unsupported.CALL_TARGET),
     "call": _node(Node.CALL, vmode=VAL_TOKEN),

@@ -1,0 +1,391 @@
+"""The language's operators and builtins: one table, read by every stage that needs them.
+
+Each operator row (``OPERATORS``) gives the source spelling, the token kind (and the
+augmented-assignment token), the AST kind and sub-kind (``syntax.Node`` and the
+``BinOp``/``UnaryOp``/``CmpOp``/``BoolOp`` value), the node class of Python's ``ast``,
+the grammar rule alias, the opcode, the typing rule, the run-time checks and the int32
+semantic function. Each builtin row (``BUILTINS``) gives the reserved name (its index is
+its interned id, ``tokens.RESERVED_NAMES``), where it may appear, its arity, its argument
+types, its typing rule and its opcode.
+
+The semantic functions (``Operator.sem``, ``Builtin.sem``) are written once and run on
+Python ints (the reference side, the tests) and on ``jnp`` int32 arrays (elementwise): they
+use only operators both support plus the three helpers ``where``, ``wrap`` and ``clip``
+below. Inputs are int32 values; the result is the int32 value the machine pushes when no
+check fires (meaningless when one does). ``evaluate`` applies the row's checks, in order,
+and returns ``(value, code, detail)`` with code ``Code.OK`` when none fires.
+
+Which places read the table, which keep a copy that tests/test_ops.py compares with it,
+and how to add an operator or a builtin: docs/extending.md.
+"""
+
+from __future__ import annotations
+
+import ast
+import enum
+from collections.abc import Callable
+from typing import NamedTuple
+
+from jaxcc.errors import Code, Value
+from jaxcc.isa import T_BOOL, T_INT, T_NONE, Op
+from jaxcc.syntax import BinOp, BoolOp, CmpOp, Node, UnaryOp
+from jaxcc.tokens import Tok
+
+INT_MIN = -(2**31)
+INT_MAX = 2**31 - 1
+
+# ----------------------------------------------------------------------------------------
+# helpers that make one function body work on Python ints and on jnp int32 arrays
+
+
+def _is_py(x) -> bool:
+    return isinstance(x, int)  # bool is an int
+
+
+def where(c, x, y):
+    """``x if c else y``, elementwise on arrays (both branches are evaluated)."""
+    if _is_py(c):
+        return x if c else y
+    import jax.numpy as jnp  # only array callers pay for jax
+
+    return jnp.where(c, x, y)
+
+
+def wrap(x):
+    """x reduced to int32 (two's complement). Arrays are int32 already: their arithmetic
+    wraps by itself, so they pass unchanged."""
+    if _is_py(x):
+        return ((x - INT_MIN) & 0xFFFFFFFF) + INT_MIN
+    return x
+
+
+def clip(x, lo: int, hi: int):
+    """x clamped to [lo, hi]."""
+    if _is_py(x):
+        return min(max(x, lo), hi)
+    import jax.numpy as jnp
+
+    return jnp.clip(x, lo, hi)
+
+
+def _not(c):
+    """Logical not (Python's ``~`` on a bool is an int, not its negation)."""
+    return (not c) if _is_py(c) else ~c
+
+
+def _tdiv(a, b):
+    """a / b truncated toward zero, for b != 0 and no overflow (C's division)."""
+    if _is_py(a):
+        q = abs(a) // abs(b)
+        return q if (a < 0) == (b < 0) else -q
+    from jax import lax
+
+    return lax.div(a, b)
+
+
+# ----------------------------------------------------------------------------------------
+# the int32 semantic functions (value only; the checks are in the rows)
+
+
+def _pow_max() -> tuple[int, ...]:
+    """_POW_MAX[e]: the largest m with m ** e <= 2**31 - 1, for e = 2 .. 32 (0 and 1 unused)."""
+    t = [0, 0]
+    for e in range(2, 33):
+        m = 1
+        while (m + 1) ** e <= INT_MAX:
+            m += 1
+        t.append(m)
+    return tuple(t)
+
+
+_POW_MAX = _pow_max()
+
+
+def _pow_limit(b):
+    """_POW_MAX[clip(b, 2, 32)] as a Python int or an int32 array."""
+    i = clip(b, 2, 32)
+    if _is_py(i):
+        return _POW_MAX[i]
+    import jax.numpy as jnp
+
+    return jnp.asarray(_POW_MAX, jnp.int32)[i]
+
+
+def _pow(a, b):
+    """a ** b for b >= 0 by square-and-multiply on wrapping int32: exact whenever the
+    result fits (arithmetic mod 2**32 agrees with it). b >= 32 only fits for |a| <= 1,
+    where b's parity is all that matters."""
+    e = where(b >= 32, 30 + (b & 1), b)
+    res, base = 1 + 0 * a, a
+    for i in range(5):  # e < 32
+        res = where(((e >> i) & 1) == 1, wrap(res * base), res)
+        base = wrap(base * base)
+    return res
+
+
+def _pow_ovf(a, b, r):
+    m = _pow_limit(b)
+    return (b >= 2) & ((a > m) | (a < -m)) & _not((a == -2) & (b == 31))
+
+
+def _mul_ovf(a, b, r):
+    # classic wrap test: r / a == b unless the product wrapped; -1 * INT_MIN wraps to
+    # INT_MIN whose division by -1 itself overflows, so it is tested apart
+    safe_a = where(a == 0, 1, a)
+    return where(a == -1, b == INT_MIN, (a != 0) & (_tdiv(r, safe_a) != b))
+
+
+def _div_safe(a, b):
+    """b, or 1 where the division is an error (b == 0, INT_MIN // -1): the checks report
+    those, and Python ints must not raise."""
+    return where((b == 0) | ((a == INT_MIN) & (b == -1)), 1, b)
+
+
+def _lshift(a, b):
+    return wrap(a << clip(b, 0, 31))
+
+
+def _lshift_ovf(a, b, r):
+    return where(b >= 32, a != 0, (r >> clip(b, 0, 31)) != a)
+
+
+# ----------------------------------------------------------------------------------------
+# checks
+
+
+class Check(NamedTuple):
+    """A run-time check: when ``fires(*operands, result)`` is true, the instruction
+    stops the program with ``code`` (and ``detail``, an errors.Value for Code.VALUE)."""
+
+    code: Code
+    detail: int
+    fires: Callable
+
+
+ZERO_DIVISION = Check(Code.ZERO_DIVISION, 0, lambda a, b, r: b == 0)
+NEGATIVE_SHIFT = Check(Code.VALUE, Value.NEGATIVE_SHIFT, lambda a, b, r: b < 0)
+NEGATIVE_POWER = Check(Code.VALUE, Value.NEGATIVE_POWER, lambda a, b, r: b < 0)
+
+
+def overflow(fires: Callable) -> Check:
+    """OverflowError when the exact result leaves int32 (``fires`` says when)."""
+    return Check(Code.OVERFLOW, 0, fires)
+
+
+# the overflow tests of add/sub: the wrapped result has the wrong sign
+_ADD_OVF = overflow(lambda a, b, r: ((a ^ r) & (b ^ r)) < 0)
+_SUB_OVF = overflow(lambda a, b, r: ((a ^ b) & (a ^ r)) < 0)
+_NEG_OVF = overflow(lambda a, r: a == INT_MIN)
+
+# ----------------------------------------------------------------------------------------
+# types and typing rules
+
+
+class Type(enum.IntEnum):
+    """Static types (the checker's codes, isa's fn_rettype). A new type (list, str, tuple)
+    is a new member here, with its own operator and builtin rows."""
+
+    INT = T_INT
+    BOOL = T_BOOL
+    NONE = T_NONE
+
+
+VALUE = frozenset({Type.INT, Type.BOOL})  # "operand int or bool" (language.md 3.1)
+
+
+class Typing(enum.Enum):
+    """How a row's result type follows from its operand types (docs/language.md 3.1)."""
+
+    INT = "int"  # operands int or bool -> int
+    BITWISE = "bool if every operand is bool, else int"
+    BOOL = "bool"  # operands int or bool -> bool (not, comparisons)
+    SAME = "the operands' type; all the same (else MIXED)"  # and, or, min, max
+    NONE = "None"  # print
+
+
+# ----------------------------------------------------------------------------------------
+# operators
+
+
+class Operator(NamedTuple):
+    name: str  # the grammar rule alias (jaxcc/grammar.py); also the row's identifier
+    spelling: str  # source text
+    tok: Tok  # its token kind
+    aug_tok: Tok | None  # the augmented assignment's token (`+=`), if any
+    node: Node  # BINOP, UNARYOP, CMPOP (inside COMPARE) or BOOLOP
+    sub: int  # the node's op field: BinOp / UnaryOp / CmpOp / BoolOp
+    py_ast: type  # Python's ast class of the operator
+    opcode: Op | None  # what it compiles to (None: no instruction, or control flow)
+    typing: Typing
+    operands: frozenset  # allowed operand types
+    checks: tuple[Check, ...]  # in the order the machine tests them
+    sem: Callable | None  # the int32 semantic function (None: control flow)
+
+
+def _bin(name, spelling, tok, aug, sub, py, op, typing, sem, checks=()):
+    return Operator(name, spelling, tok, aug, Node.BINOP, sub, py, op, typing, VALUE, checks, sem)
+
+
+def _un(name, spelling, tok, sub, py, op, typing, sem, checks=()):
+    return Operator(
+        name, spelling, tok, None, Node.UNARYOP, sub, py, op, typing, VALUE, checks, sem
+    )
+
+
+def _cmp(name, spelling, tok, sub, py, op, sem):
+    return Operator(name, spelling, tok, None, Node.CMPOP, sub, py, op, Typing.BOOL, VALUE, (), sem)
+
+
+def _truth(c):
+    return where(c, 1, 0)
+
+
+T = Tok
+# Binary operators in BinOp order (the AST's op numbering), then unary, comparison and
+# boolean operators in theirs.
+OPERATORS: tuple[Operator, ...] = (
+    _bin("add", "+", T.PLUS, T.PLUSEQUAL, BinOp.Add, ast.Add, Op.ADD, Typing.INT,
+         lambda a, b: wrap(a + b), (_ADD_OVF,)),
+    _bin("sub", "-", T.MINUS, T.MINEQUAL, BinOp.Sub, ast.Sub, Op.SUB, Typing.INT,
+         lambda a, b: wrap(a - b), (_SUB_OVF,)),
+    _bin("mult", "*", T.STAR, T.STAREQUAL, BinOp.Mult, ast.Mult, Op.MUL, Typing.INT,
+         lambda a, b: wrap(a * b), (overflow(_mul_ovf),)),
+    _bin("floordiv", "//", T.DOUBLESLASH, T.DOUBLESLASHEQUAL, BinOp.FloorDiv, ast.FloorDiv,
+         Op.FLOORDIV, Typing.INT, lambda a, b: a // _div_safe(a, b),
+         (ZERO_DIVISION, overflow(lambda a, b, r: (a == INT_MIN) & (b == -1)))),
+    _bin("mod", "%", T.PERCENT, T.PERCENTEQUAL, BinOp.Mod, ast.Mod, Op.MOD, Typing.INT,
+         lambda a, b: a % _div_safe(a, b), (ZERO_DIVISION,)),
+    _bin("pow", "**", T.DOUBLESTAR, T.DOUBLESTAREQUAL, BinOp.Pow, ast.Pow, Op.POW, Typing.INT,
+         _pow, (NEGATIVE_POWER, overflow(_pow_ovf))),
+    _bin("lshift", "<<", T.LEFTSHIFT, T.LEFTSHIFTEQUAL, BinOp.LShift, ast.LShift, Op.LSHIFT,
+         Typing.INT, _lshift, (NEGATIVE_SHIFT, overflow(_lshift_ovf))),
+    _bin("rshift", ">>", T.RIGHTSHIFT, T.RIGHTSHIFTEQUAL, BinOp.RShift, ast.RShift, Op.RSHIFT,
+         Typing.INT, lambda a, b: a >> clip(b, 0, 31), (NEGATIVE_SHIFT,)),
+    _bin("bitand", "&", T.AMPER, T.AMPEREQUAL, BinOp.BitAnd, ast.BitAnd, Op.AND,
+         Typing.BITWISE, lambda a, b: a & b),
+    _bin("bitor", "|", T.VBAR, T.VBAREQUAL, BinOp.BitOr, ast.BitOr, Op.OR, Typing.BITWISE,
+         lambda a, b: a | b),
+    _bin("bitxor", "^", T.CIRCUMFLEX, T.CIRCUMFLEXEQUAL, BinOp.BitXor, ast.BitXor, Op.XOR,
+         Typing.BITWISE, lambda a, b: a ^ b),
+    _un("usub", "-", T.MINUS, UnaryOp.USub, ast.USub, Op.NEG, Typing.INT,
+        lambda a: wrap(-a), (_NEG_OVF,)),
+    _un("uadd", "+", T.PLUS, UnaryOp.UAdd, ast.UAdd, None, Typing.INT, lambda a: a),
+    _un("invert", "~", T.TILDE, UnaryOp.Invert, ast.Invert, Op.INVERT, Typing.INT,
+        lambda a: ~a),
+    _un("not_", "not", T.KW_NOT, UnaryOp.Not, ast.Not, Op.NOT, Typing.BOOL,
+        lambda a: _truth(a == 0)),
+    _cmp("lt", "<", T.LESS, CmpOp.Lt, ast.Lt, Op.LT, lambda a, b: _truth(a < b)),
+    _cmp("lte", "<=", T.LESSEQUAL, CmpOp.LtE, ast.LtE, Op.LE, lambda a, b: _truth(a <= b)),
+    _cmp("gt", ">", T.GREATER, CmpOp.Gt, ast.Gt, Op.GT, lambda a, b: _truth(a > b)),
+    _cmp("gte", ">=", T.GREATEREQUAL, CmpOp.GtE, ast.GtE, Op.GE, lambda a, b: _truth(a >= b)),
+    _cmp("eq", "==", T.EQEQUAL, CmpOp.Eq, ast.Eq, Op.EQ, lambda a, b: _truth(a == b)),
+    _cmp("not_eq", "!=", T.NOTEQUAL, CmpOp.NotEq, ast.NotEq, Op.NE, lambda a, b: _truth(a != b)),
+    # short-circuit: compiled to jumps (JUMP_IF_FALSE_OR_POP / JUMP_IF_TRUE_OR_POP)
+    Operator("bool_and", "and", T.KW_AND, None, Node.BOOLOP, BoolOp.And, ast.And, None,
+             Typing.SAME, VALUE, (), None),
+    Operator("bool_or", "or", T.KW_OR, None, Node.BOOLOP, BoolOp.Or, ast.Or, None,
+             Typing.SAME, VALUE, (), None),
+)  # fmt: skip
+
+
+def rows(node: Node) -> tuple[Operator, ...]:
+    """The operator rows of one AST kind, in the order of their sub-kind values."""
+    return tuple(sorted((r for r in OPERATORS if r.node == node), key=lambda r: r.sub))
+
+
+BINARY = rows(Node.BINOP)
+UNARY = rows(Node.UNARYOP)
+COMPARE = rows(Node.CMPOP)
+BOOLEAN = rows(Node.BOOLOP)
+
+
+def opcode_table(node: Node) -> tuple[Op, ...]:
+    """Opcode per sub-kind of ``node`` (index = BinOp/UnaryOp/CmpOp value); NOP where the
+    operator emits no instruction (unary +)."""
+    return tuple(Op.NOP if r.opcode is None else r.opcode for r in rows(node))
+
+
+def py_ast_map(node: Node) -> dict[type, int]:
+    """Python ast class -> sub-kind, for one AST kind (flatten's direction)."""
+    return {r.py_ast: r.sub for r in rows(node)}
+
+
+# ----------------------------------------------------------------------------------------
+# builtins
+
+
+class Place(enum.Flag):
+    """Where a reserved name may appear (anywhere else it is UnsupportedError BUILTIN)."""
+
+    CALL = enum.auto()  # called in an expression
+    FOR_ITER = enum.auto()  # as the iterable of a `for` (range)
+    ANNOTATION = enum.auto()  # as a parameter or return annotation (int, bool)
+
+
+class Builtin(NamedTuple):
+    name: str  # the reserved name; its index in BUILTINS is its interned id
+    places: Place
+    min_args: int
+    max_args: int | None  # None: any number
+    params: frozenset  # the type each argument may have
+    typing: Typing | None  # result type (None: not callable as an expression)
+    opcode: Op | None  # the instruction applied to the arguments (min/max: per extra one)
+    checks: tuple[Check, ...]
+    sem: Callable | None  # int32 semantics of ``opcode`` (one argument, or two for min/max)
+
+
+_NO = frozenset()
+# In interned-id order: the ids are part of the token arrays' encoding (append only).
+BUILTINS: tuple[Builtin, ...] = (
+    Builtin("print", Place.CALL, 0, None, VALUE, Typing.NONE, None, (), None),
+    Builtin("abs", Place.CALL, 1, 1, VALUE, Typing.INT, Op.ABS, (_NEG_OVF,),
+            lambda a: where(a < 0, wrap(-a), a)),
+    Builtin("min", Place.CALL, 2, None, VALUE, Typing.SAME, Op.MIN, (),
+            lambda a, b: where(a <= b, a, b)),
+    Builtin("max", Place.CALL, 2, None, VALUE, Typing.SAME, Op.MAX, (),
+            lambda a, b: where(a >= b, a, b)),
+    Builtin("range", Place.FOR_ITER, 1, 3, frozenset({Type.INT}), None, Op.FOR_RANGE, (), None),
+    Builtin("int", Place.ANNOTATION, 0, 0, _NO, None, None, (), None),
+    Builtin("bool", Place.ANNOTATION, 0, 0, _NO, None, None, (), None),
+)  # fmt: skip
+
+BUILTIN_ID: dict[str, int] = {b.name: i for i, b in enumerate(BUILTINS)}
+RESERVED_NAMES: tuple[str, ...] = tuple(b.name for b in BUILTINS)
+# builtins called as expressions (the others are only legal in their places)
+CALLABLE: tuple[str, ...] = tuple(b.name for b in BUILTINS if Place.CALL in b.places)
+
+
+# ----------------------------------------------------------------------------------------
+# semantics by opcode
+
+
+class Semantics(NamedTuple):
+    arity: int
+    checks: tuple[Check, ...]
+    sem: Callable
+
+
+def _by_opcode() -> dict[Op, Semantics]:
+    out: dict[Op, Semantics] = {}
+    for r in (*OPERATORS, *BUILTINS):
+        if r.opcode is not None and r.sem is not None:
+            arity = r.sem.__code__.co_argcount
+            out[r.opcode] = Semantics(arity, r.checks, r.sem)
+    return out
+
+
+SEMANTICS: dict[Op, Semantics] = _by_opcode()
+
+
+def evaluate(op: Op, *args):
+    """``(value, code, detail)`` of one arithmetic opcode on int32 operands (Python ints,
+    or int32 arrays elementwise): the first check that fires, in row order, else
+    Code.OK with the value (value is the semantic function's whatever a check fires)."""
+    s = SEMANTICS[op]
+    r = s.sem(*args)
+    code, detail = Code.OK + 0 * r, 0 * r
+    for c in reversed(s.checks):  # the first check wins: apply the last one first
+        fired = c.fires(*args, r)
+        code = where(fired, int(c.code), code)
+        detail = where(fired, int(c.detail), detail)
+    return r, code, detail
