@@ -30,7 +30,7 @@ from typing import NamedTuple
 
 import jax.numpy as jnp
 
-from jaxcc import isa
+from jaxcc import isa, ops
 from jaxcc.errors import Code, Limit
 from jaxcc.isa import Op
 from jaxcc.resolve import (
@@ -48,28 +48,14 @@ from jaxcc.resolve import (
     sum_over_ancestors,
     tree_fixpoint,
 )
-from jaxcc.syntax import BinOp, BoolOp, CmpOp, ConstKind, Ctx, Node, UnaryOp
+from jaxcc.syntax import BoolOp, ConstKind, Ctx, Node, UnaryOp
 from jaxcc.typecheck import M_BOOL, mask_to_type
 
-_BINOP_OP = jnp.array(
-    [
-        Op.ADD,
-        Op.SUB,
-        Op.MUL,
-        Op.FLOORDIV,
-        Op.MOD,
-        Op.POW,
-        Op.LSHIFT,
-        Op.RSHIFT,
-        Op.AND,
-        Op.OR,
-        Op.XOR,
-    ],
-    I32,
-)
-_UNARY_OP = jnp.array([Op.NEG, Op.NOP, Op.INVERT, Op.NOT], I32)  # UAdd emits nothing
-_CMP_OP = jnp.array([Op.LT, Op.LE, Op.GT, Op.GE, Op.EQ, Op.NE], I32)
-assert [int(x) for x in (BinOp.Add, BinOp.BitXor, UnaryOp.Not, CmpOp.NotEq)] == [0, 10, 3, 5]
+# opcode per AST sub-kind (index = BinOp / UnaryOp / CmpOp value), from ops.py; unary +
+# emits nothing (its NOP entry is never used: the rule below skips UAdd)
+_BINOP_OP = jnp.array(ops.opcode_table(Node.BINOP), I32)
+_UNARY_OP = jnp.array(ops.opcode_table(Node.UNARYOP), I32)
+_CMP_OP = jnp.array(ops.opcode_table(Node.CMPOP), I32)
 
 
 def _tbl(t, i):

@@ -299,6 +299,20 @@ COMPARE = rows(Node.CMPOP)
 BOOLEAN = rows(Node.BOOLOP)
 
 
+def subs(node: Node, typing: Typing) -> tuple[int, ...]:
+    """The sub-kinds of ``node`` whose rows have this typing rule."""
+    return tuple(r.sub for r in rows(node) if r.typing == typing)
+
+
+def is_any(x, values):
+    """``x == values[0] | x == values[1] | ...`` (elementwise; False for no values).
+    Left to right, so a traced caller gets the same expression it would write by hand."""
+    out = x == values[0] if values else x != x
+    for v in values[1:]:
+        out = out | (x == v)
+    return out
+
+
 def opcode_table(node: Node) -> tuple[Op, ...]:
     """Opcode per sub-kind of ``node`` (index = BinOp/UnaryOp/CmpOp value); NOP where the
     operator emits no instruction (unary +)."""

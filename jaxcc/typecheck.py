@@ -23,7 +23,7 @@ from typing import NamedTuple
 import jax.numpy as jnp
 from jax import lax
 
-from jaxcc import isa
+from jaxcc import isa, ops
 from jaxcc.errors import Code, Type
 from jaxcc.resolve import (
     B_ABS,
@@ -39,7 +39,11 @@ from jaxcc.resolve import (
     pick,
     tree_fixpoint,
 )
-from jaxcc.syntax import Ann, BinOp, ConstKind, Ctx, Node, UnaryOp
+from jaxcc.syntax import Ann, ConstKind, Ctx, Node
+
+# the typing rules of ops.py that are not "int": & | ^ (bool if both are) and `not` (bool)
+_BITWISE = ops.subs(Node.BINOP, ops.Typing.BITWISE)
+_BOOL_UNARY = ops.subs(Node.UNARYOP, ops.Typing.BOOL)
 
 BOT, M_INT, M_BOOL, M_NONE, TOP = 0, 1, 2, 4, 7
 
@@ -106,7 +110,7 @@ def infer_types(ast, sc, limits) -> Types:
     is_store = ok & (kind == Node.NAME) & (op == Ctx.Store)
     is_load = ok & (kind == Node.NAME) & (op == Ctx.Load) & (sc.rep >= 0)
     is_fdef = sc.is_fn & (idx != jnp.maximum(ast.n_nodes - 1, 0))
-    bit = (op == BinOp.BitAnd) | (op == BinOp.BitOr) | (op == BinOp.BitXor)
+    bit = ops.is_any(op, _BITWISE)
     const_m = jnp.select(
         [op == ConstKind.INT, op == ConstKind.BOOL], [M_INT, M_BOOL], M_NONE
     ).astype(I32)
@@ -130,7 +134,7 @@ def infer_types(ast, sc, limits) -> Types:
     )
     store_rep = jnp.where(is_store, sc.rep, -1)
     pop = gather(op, parent, 0)
-    pbit = (pop == BinOp.BitAnd) | (pop == BinOp.BitOr) | (pop == BinOp.BitXor)
+    pbit = ops.is_any(pop, _BITWISE)
     value_child = gather(sc.child[:, 1], parent, -1)  # a stored NAME's statement's value
 
     def site_type(t, var):
@@ -171,7 +175,7 @@ def infer_types(ast, sc, limits) -> Types:
                 const_m,
                 jnp.where(is_load, gather(var, sc.rep, BOT), BOT),
                 jnp.where(bit, bitwise(gather(t, c0, BOT), gather(t, c1, BOT)), M_INT),
-                jnp.where(op == UnaryOp.Not, M_BOOL, M_INT),
+                jnp.where(ops.is_any(op, _BOOL_UNARY), M_BOOL, M_INT),
                 jnp.full((n,), M_BOOL, I32),
                 joined,
                 callm,
