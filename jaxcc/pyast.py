@@ -13,18 +13,15 @@ import ast
 
 import numpy as np
 
+from jaxcc import ops
 from jaxcc.syntax import Ann, Ast, BinOp, BoolOp, CmpOp, ConstKind, Ctx, Node, UnaryOp
 from jaxcc.tokens import Tok, Tokens
 
-_BINOP = {BinOp.Add: ast.Add, BinOp.Sub: ast.Sub, BinOp.Mult: ast.Mult,
-          BinOp.FloorDiv: ast.FloorDiv, BinOp.Mod: ast.Mod, BinOp.Pow: ast.Pow,
-          BinOp.LShift: ast.LShift, BinOp.RShift: ast.RShift, BinOp.BitAnd: ast.BitAnd,
-          BinOp.BitOr: ast.BitOr, BinOp.BitXor: ast.BitXor}  # fmt: skip
-_UNARY = {UnaryOp.USub: ast.USub, UnaryOp.UAdd: ast.UAdd, UnaryOp.Invert: ast.Invert,
-          UnaryOp.Not: ast.Not}  # fmt: skip
-_BOOL = {BoolOp.And: ast.And, BoolOp.Or: ast.Or}
-_CMP = {CmpOp.Lt: ast.Lt, CmpOp.LtE: ast.LtE, CmpOp.Gt: ast.Gt, CmpOp.GtE: ast.GtE,
-        CmpOp.Eq: ast.Eq, CmpOp.NotEq: ast.NotEq}  # fmt: skip
+# the flat AST's op field -> Python's ast class (ops.py)
+_BINOP = {r.sub: r.py_ast for r in ops.BINARY}
+_UNARY = {r.sub: r.py_ast for r in ops.UNARY}
+_BOOL = {r.sub: r.py_ast for r in ops.BOOLEAN}
+_CMP = {r.sub: r.py_ast for r in ops.COMPARE}
 
 
 def _int_literal(text: str) -> int:

@@ -68,7 +68,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from jaxcc import isa
+from jaxcc import isa, ops
 from jaxcc.errors import (
     SYNTAX_MESSAGES,
     Code,
@@ -83,7 +83,6 @@ from jaxcc.errors import (
 from jaxcc.isa import T_BOOL, T_INT, T_NONE, Op
 from jaxcc.limits import DEFAULT, Limits
 from jaxcc.reference.flatten import flatten
-from jaxcc.tokens import RESERVED_NAMES
 
 # Type lattice of the checker: BOT (nothing known yet) < int, bool, none < TOP (conflict).
 BOT, TOP = 3, 4
@@ -118,20 +117,14 @@ class CompileError(Exception):
 
 # --- small helpers ----------------------------------------------------------------------
 
-_BINOPS = {
-    ast.Add: Op.ADD, ast.Sub: Op.SUB, ast.Mult: Op.MUL, ast.FloorDiv: Op.FLOORDIV,
-    ast.Mod: Op.MOD, ast.Pow: Op.POW, ast.LShift: Op.LSHIFT, ast.RShift: Op.RSHIFT,
-    ast.BitAnd: Op.AND, ast.BitOr: Op.OR, ast.BitXor: Op.XOR,
-}  # fmt: skip
-_BITWISE = (ast.BitAnd, ast.BitOr, ast.BitXor)
-_CMPOPS = {
-    ast.Lt: Op.LT, ast.LtE: Op.LE, ast.Gt: Op.GT, ast.GtE: Op.GE, ast.Eq: Op.EQ,
-    ast.NotEq: Op.NE,
-}  # fmt: skip
-_UNARY = {ast.USub: Op.NEG, ast.Invert: Op.INVERT, ast.Not: Op.NOT}
+# Python ast class -> opcode (ops.py); unary + emits nothing
+_BINOPS = {r.py_ast: r.opcode for r in ops.BINARY}
+_BITWISE = tuple(r.py_ast for r in ops.BINARY if r.typing == ops.Typing.BITWISE)
+_CMPOPS = {r.py_ast: r.opcode for r in ops.COMPARE}
+_UNARY = {r.py_ast: r.opcode for r in ops.UNARY if r.opcode is not None}
 _ANNOTATIONS = {"int": T_INT, "bool": T_BOOL}
-RESERVED = frozenset(RESERVED_NAMES)
-_EXPR_BUILTINS = ("print", "abs", "min", "max")
+RESERVED = frozenset(ops.RESERVED_NAMES)
+_EXPR_BUILTINS = ops.CALLABLE
 
 
 def _pos(node) -> tuple[int, int]:

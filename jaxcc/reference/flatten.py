@@ -33,48 +33,19 @@ from typing import NamedTuple
 
 import numpy as np
 
+from jaxcc import ops
 from jaxcc.errors import Code, Error, Limit, Syntax, Unsupported
 from jaxcc.limits import DEFAULT, Limits
 from jaxcc.reference.host_lex import host_lex
-from jaxcc.syntax import Ann, Ast, BinOp, BoolOp, CmpOp, ConstKind, Ctx, Node, UnaryOp
+from jaxcc.syntax import Ann, Ast, ConstKind, Ctx, Node
 from jaxcc.tokens import Tok, Tokens
 
-_BINOP = {
-    ast.Add: BinOp.Add,
-    ast.Sub: BinOp.Sub,
-    ast.Mult: BinOp.Mult,
-    ast.FloorDiv: BinOp.FloorDiv,
-    ast.Mod: BinOp.Mod,
-    ast.Pow: BinOp.Pow,
-    ast.LShift: BinOp.LShift,
-    ast.RShift: BinOp.RShift,
-    ast.BitAnd: BinOp.BitAnd,
-    ast.BitOr: BinOp.BitOr,
-    ast.BitXor: BinOp.BitXor,
-}
-_UNARY = {
-    ast.USub: UnaryOp.USub,
-    ast.UAdd: UnaryOp.UAdd,
-    ast.Invert: UnaryOp.Invert,
-    ast.Not: UnaryOp.Not,
-}
-_BOOL = {ast.And: BoolOp.And, ast.Or: BoolOp.Or}
-_CMP = {
-    ast.Lt: CmpOp.Lt,
-    ast.LtE: CmpOp.LtE,
-    ast.Gt: CmpOp.Gt,
-    ast.GtE: CmpOp.GtE,
-    ast.Eq: CmpOp.Eq,
-    ast.NotEq: CmpOp.NotEq,
-}
-_CMP_TOK = {
-    CmpOp.Lt: Tok.LESS,
-    CmpOp.LtE: Tok.LESSEQUAL,
-    CmpOp.Gt: Tok.GREATER,
-    CmpOp.GtE: Tok.GREATEREQUAL,
-    CmpOp.Eq: Tok.EQEQUAL,
-    CmpOp.NotEq: Tok.NOTEQUAL,
-}
+# Python ast class -> the flat AST's op field, and a comparison's token (ops.py)
+_BINOP = ops.py_ast_map(Node.BINOP)
+_UNARY = ops.py_ast_map(Node.UNARYOP)
+_BOOL = ops.py_ast_map(Node.BOOLOP)
+_CMP = ops.py_ast_map(Node.CMPOP)
+_CMP_TOK = {r.sub: r.tok for r in ops.COMPARE}
 _UNSUPPORTED_EXPR = {
     ast.Tuple: Unsupported.TUPLE,
     ast.List: Unsupported.SUBSCRIPT,
