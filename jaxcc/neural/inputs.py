@@ -73,17 +73,16 @@ def _one(kind, value, line, n_tokens, max_src: int):
     same = (value[:, None] == value[None, :]) & is_num[:, None] & is_num[None, :]
     first = jnp.argmax(same, axis=1)  # first NUMBER token with the same value
     clit_idx = jnp.where(is_num, lit_idx[first], 0)
-    indent = jnp.cumsum((kind == Tok.INDENT).astype(jnp.int32) - (kind == Tok.DEDENT))
-    opener = (kind == Tok.LPAR).astype(jnp.int32) - (kind == Tok.RPAR)
-    paren = jnp.cumsum(opener) - opener * (opener > 0)
-    is_nl = keep & (kind == Tok.NEWLINE)
+    i32 = lambda x: x.astype(jnp.int32)  # noqa: E731
+    indent = jnp.cumsum(i32(kind == Tok.INDENT) - i32(kind == Tok.DEDENT))
+    opener = i32(kind == Tok.LPAR) - i32(kind == Tok.RPAR)
+    paren = jnp.cumsum(opener) - jnp.maximum(opener, 0)  # depth before the token
+    is_nl = i32(keep & (kind == Tok.NEWLINE))
     line_start = jnp.cumsum(is_nl) - is_nl  # logical lines ended before this token
-    kpos = jnp.cumsum(keep) - 1
-    start_pos = (
-        jnp.zeros(t + 1, jnp.int32)
-        .at[jnp.where(is_nl, jnp.cumsum(is_nl), t)]
-        .set(kpos + 1, mode="drop")
-    )  # kept position just after the j-th NEWLINE
+    kpos = i32(jnp.cumsum(keep)) - 1
+    # kept position just after the j-th NEWLINE
+    at = jnp.where(is_nl > 0, jnp.cumsum(is_nl), t)
+    start_pos = jnp.zeros(t + 1, jnp.int32).at[at].set(kpos + 1, mode="drop")
     col = kpos - start_pos[line_start]
     n_lits = jnp.sum(is_num).astype(jnp.int32)
     bucket = jnp.where(value < 0, 65, jnp.minimum(value, 64))
