@@ -29,7 +29,6 @@ from typing import NamedTuple
 from jaxcc.errors import Code, Value
 from jaxcc.isa import T_BOOL, T_INT, T_NONE, Op
 from jaxcc.syntax import BinOp, BoolOp, CmpOp, Node, UnaryOp
-from jaxcc.tokens import Tok
 
 INT_MIN = -(2**31)
 INT_MAX = 2**31 - 1
@@ -210,8 +209,8 @@ class Typing(enum.Enum):
 class Operator(NamedTuple):
     name: str  # the grammar rule alias (jaxcc/grammar.py); also the row's identifier
     spelling: str  # source text
-    tok: Tok  # its token kind
-    aug_tok: Tok | None  # the augmented assignment's token (`+=`), if any
+    tok_name: str  # its token kind's name (jaxcc.tokens.Tok)
+    aug_tok_name: str | None  # the augmented assignment's token (`+=`), if any
     node: Node  # BINOP, UNARYOP, CMPOP (inside COMPARE) or BOOLOP
     sub: int  # the node's op field: BinOp / UnaryOp / CmpOp / BoolOp
     py_ast: type  # Python's ast class of the operator
@@ -220,6 +219,20 @@ class Operator(NamedTuple):
     operands: frozenset  # allowed operand types
     checks: tuple[Check, ...]  # in the order the machine tests them
     sem: Callable | None  # the int32 semantic function (None: control flow)
+
+    # Token kinds by name: tokens.py reads this module (the reserved names), so this
+    # module must not import tokens.py at load time.
+    @property
+    def tok(self):
+        from jaxcc.tokens import Tok
+
+        return Tok[self.tok_name]
+
+    @property
+    def aug_tok(self):
+        from jaxcc.tokens import Tok
+
+        return None if self.aug_tok_name is None else Tok[self.aug_tok_name]
 
 
 def _bin(name, spelling, tok, aug, sub, py, op, typing, sem, checks=()):
@@ -240,50 +253,49 @@ def _truth(c):
     return where(c, 1, 0)
 
 
-T = Tok
 # Binary operators in BinOp order (the AST's op numbering), then unary, comparison and
 # boolean operators in theirs.
 OPERATORS: tuple[Operator, ...] = (
-    _bin("add", "+", T.PLUS, T.PLUSEQUAL, BinOp.Add, ast.Add, Op.ADD, Typing.INT,
+    _bin("add", "+", "PLUS", "PLUSEQUAL", BinOp.Add, ast.Add, Op.ADD, Typing.INT,
          lambda a, b: wrap(a + b), (_ADD_OVF,)),
-    _bin("sub", "-", T.MINUS, T.MINEQUAL, BinOp.Sub, ast.Sub, Op.SUB, Typing.INT,
+    _bin("sub", "-", "MINUS", "MINEQUAL", BinOp.Sub, ast.Sub, Op.SUB, Typing.INT,
          lambda a, b: wrap(a - b), (_SUB_OVF,)),
-    _bin("mult", "*", T.STAR, T.STAREQUAL, BinOp.Mult, ast.Mult, Op.MUL, Typing.INT,
+    _bin("mult", "*", "STAR", "STAREQUAL", BinOp.Mult, ast.Mult, Op.MUL, Typing.INT,
          lambda a, b: wrap(a * b), (overflow(_mul_ovf),)),
-    _bin("floordiv", "//", T.DOUBLESLASH, T.DOUBLESLASHEQUAL, BinOp.FloorDiv, ast.FloorDiv,
+    _bin("floordiv", "//", "DOUBLESLASH", "DOUBLESLASHEQUAL", BinOp.FloorDiv, ast.FloorDiv,
          Op.FLOORDIV, Typing.INT, lambda a, b: a // _div_safe(a, b),
          (ZERO_DIVISION, overflow(lambda a, b, r: (a == INT_MIN) & (b == -1)))),
-    _bin("mod", "%", T.PERCENT, T.PERCENTEQUAL, BinOp.Mod, ast.Mod, Op.MOD, Typing.INT,
+    _bin("mod", "%", "PERCENT", "PERCENTEQUAL", BinOp.Mod, ast.Mod, Op.MOD, Typing.INT,
          lambda a, b: a % _div_safe(a, b), (ZERO_DIVISION,)),
-    _bin("pow", "**", T.DOUBLESTAR, T.DOUBLESTAREQUAL, BinOp.Pow, ast.Pow, Op.POW, Typing.INT,
+    _bin("pow", "**", "DOUBLESTAR", "DOUBLESTAREQUAL", BinOp.Pow, ast.Pow, Op.POW, Typing.INT,
          _pow, (NEGATIVE_POWER, overflow(_pow_ovf))),
-    _bin("lshift", "<<", T.LEFTSHIFT, T.LEFTSHIFTEQUAL, BinOp.LShift, ast.LShift, Op.LSHIFT,
+    _bin("lshift", "<<", "LEFTSHIFT", "LEFTSHIFTEQUAL", BinOp.LShift, ast.LShift, Op.LSHIFT,
          Typing.INT, _lshift, (NEGATIVE_SHIFT, overflow(_lshift_ovf))),
-    _bin("rshift", ">>", T.RIGHTSHIFT, T.RIGHTSHIFTEQUAL, BinOp.RShift, ast.RShift, Op.RSHIFT,
+    _bin("rshift", ">>", "RIGHTSHIFT", "RIGHTSHIFTEQUAL", BinOp.RShift, ast.RShift, Op.RSHIFT,
          Typing.INT, lambda a, b: a >> clip(b, 0, 31), (NEGATIVE_SHIFT,)),
-    _bin("bitand", "&", T.AMPER, T.AMPEREQUAL, BinOp.BitAnd, ast.BitAnd, Op.AND,
+    _bin("bitand", "&", "AMPER", "AMPEREQUAL", BinOp.BitAnd, ast.BitAnd, Op.AND,
          Typing.BITWISE, lambda a, b: a & b),
-    _bin("bitor", "|", T.VBAR, T.VBAREQUAL, BinOp.BitOr, ast.BitOr, Op.OR, Typing.BITWISE,
+    _bin("bitor", "|", "VBAR", "VBAREQUAL", BinOp.BitOr, ast.BitOr, Op.OR, Typing.BITWISE,
          lambda a, b: a | b),
-    _bin("bitxor", "^", T.CIRCUMFLEX, T.CIRCUMFLEXEQUAL, BinOp.BitXor, ast.BitXor, Op.XOR,
+    _bin("bitxor", "^", "CIRCUMFLEX", "CIRCUMFLEXEQUAL", BinOp.BitXor, ast.BitXor, Op.XOR,
          Typing.BITWISE, lambda a, b: a ^ b),
-    _un("usub", "-", T.MINUS, UnaryOp.USub, ast.USub, Op.NEG, Typing.INT,
+    _un("usub", "-", "MINUS", UnaryOp.USub, ast.USub, Op.NEG, Typing.INT,
         lambda a: wrap(-a), (_NEG_OVF,)),
-    _un("uadd", "+", T.PLUS, UnaryOp.UAdd, ast.UAdd, None, Typing.INT, lambda a: a),
-    _un("invert", "~", T.TILDE, UnaryOp.Invert, ast.Invert, Op.INVERT, Typing.INT,
+    _un("uadd", "+", "PLUS", UnaryOp.UAdd, ast.UAdd, None, Typing.INT, lambda a: a),
+    _un("invert", "~", "TILDE", UnaryOp.Invert, ast.Invert, Op.INVERT, Typing.INT,
         lambda a: ~a),
-    _un("not_", "not", T.KW_NOT, UnaryOp.Not, ast.Not, Op.NOT, Typing.BOOL,
+    _un("not_", "not", "KW_NOT", UnaryOp.Not, ast.Not, Op.NOT, Typing.BOOL,
         lambda a: _truth(a == 0)),
-    _cmp("lt", "<", T.LESS, CmpOp.Lt, ast.Lt, Op.LT, lambda a, b: _truth(a < b)),
-    _cmp("lte", "<=", T.LESSEQUAL, CmpOp.LtE, ast.LtE, Op.LE, lambda a, b: _truth(a <= b)),
-    _cmp("gt", ">", T.GREATER, CmpOp.Gt, ast.Gt, Op.GT, lambda a, b: _truth(a > b)),
-    _cmp("gte", ">=", T.GREATEREQUAL, CmpOp.GtE, ast.GtE, Op.GE, lambda a, b: _truth(a >= b)),
-    _cmp("eq", "==", T.EQEQUAL, CmpOp.Eq, ast.Eq, Op.EQ, lambda a, b: _truth(a == b)),
-    _cmp("not_eq", "!=", T.NOTEQUAL, CmpOp.NotEq, ast.NotEq, Op.NE, lambda a, b: _truth(a != b)),
+    _cmp("lt", "<", "LESS", CmpOp.Lt, ast.Lt, Op.LT, lambda a, b: _truth(a < b)),
+    _cmp("lte", "<=", "LESSEQUAL", CmpOp.LtE, ast.LtE, Op.LE, lambda a, b: _truth(a <= b)),
+    _cmp("gt", ">", "GREATER", CmpOp.Gt, ast.Gt, Op.GT, lambda a, b: _truth(a > b)),
+    _cmp("gte", ">=", "GREATEREQUAL", CmpOp.GtE, ast.GtE, Op.GE, lambda a, b: _truth(a >= b)),
+    _cmp("eq", "==", "EQEQUAL", CmpOp.Eq, ast.Eq, Op.EQ, lambda a, b: _truth(a == b)),
+    _cmp("not_eq", "!=", "NOTEQUAL", CmpOp.NotEq, ast.NotEq, Op.NE, lambda a, b: _truth(a != b)),
     # short-circuit: compiled to jumps (JUMP_IF_FALSE_OR_POP / JUMP_IF_TRUE_OR_POP)
-    Operator("bool_and", "and", T.KW_AND, None, Node.BOOLOP, BoolOp.And, ast.And, None,
+    Operator("bool_and", "and", "KW_AND", None, Node.BOOLOP, BoolOp.And, ast.And, None,
              Typing.SAME, VALUE, (), None),
-    Operator("bool_or", "or", T.KW_OR, None, Node.BOOLOP, BoolOp.Or, ast.Or, None,
+    Operator("bool_or", "or", "KW_OR", None, Node.BOOLOP, BoolOp.Or, ast.Or, None,
              Typing.SAME, VALUE, (), None),
 )  # fmt: skip
 

@@ -26,8 +26,9 @@ from jaxcc import grammar as G
 from jaxcc import lexer
 from jaxcc.errors import Code, Error, Limit, Syntax, source_lines, without_bom
 from jaxcc.limits import DEFAULT, Limits
+from jaxcc.ops import BUILTIN_ID
 from jaxcc.syntax import Ann, Ast, Ctx, Node
-from jaxcc.tokens import N_TOK, NAME_BOOL, NAME_INT, Tok, Tokens
+from jaxcc.tokens import N_TOK, Tok, Tokens
 
 I32 = jnp.int32
 STEPS_PER_ITER = 32  # automaton steps per while_loop iteration (amortises the host sync)
@@ -134,8 +135,8 @@ def _ann_code(kind, value):
     name = kind == Tok.NAME
     return jnp.where(
         kind == Tok.KW_NONE, Ann.NONE,
-        jnp.where(name & (value == NAME_INT), Ann.INT,
-                  jnp.where(name & (value == NAME_BOOL), Ann.BOOL, 0)),
+        jnp.where(name & (value == BUILTIN_ID["int"]), Ann.INT,
+                  jnp.where(name & (value == BUILTIN_ID["bool"]), Ann.BOOL, 0)),
     ).astype(I32)  # fmt: skip
 
 

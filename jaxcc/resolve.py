@@ -14,16 +14,22 @@ import jax.numpy as jnp
 from jax import lax
 
 from jaxcc.errors import Code, Limit, Syntax, Unsupported
+from jaxcc.ops import BUILTIN_ID, CALLABLE
 from jaxcc.syntax import Ann, ConstKind, Ctx, Node, UnaryOp
-from jaxcc.tokens import N_RESERVED_NAMES, NAME_ABS, NAME_MAX, NAME_MIN, NAME_PRINT, NAME_RANGE
+from jaxcc.tokens import N_RESERVED_NAMES
 
 I32 = jnp.int32
 BIG = jnp.iinfo(jnp.int32).max
 INT_MIN = jnp.iinfo(jnp.int32).min
 MAX_LOOP_NESTING = 20  # CPython's CO_MAXBLOCKS: "too many statically nested blocks"
 
-# builtin codes of Scopes.builtin (0: not a builtin call)
-B_NONE, B_PRINT, B_ABS, B_MIN, B_MAX, B_RANGE = 0, 1, 2, 3, 4, 5
+# builtin codes of Scopes.builtin: 1 + the builtin's id (ops.BUILTIN_ID); 0: not a
+# builtin call. Calls of the callable builtins (ops.CALLABLE) get theirs wherever they
+# are; range only as the iterable of a `for`.
+B_NONE = 0
+B_PRINT, B_ABS, B_MIN, B_MAX, B_RANGE = (
+    1 + BUILTIN_ID[n] for n in ("print", "abs", "min", "max", "range")
+)
 
 
 def _log2(n: int) -> int:
@@ -325,10 +331,10 @@ def resolve_names(ast, limits) -> Scopes:
     call_fn = is_call & ~local_call & is_fn_name
     callee = jnp.where(call_fn, def_of_name, -1)
     is_iter = live & (pkind == Node.FOR) & (ci == 1)
-    range_iter = is_iter & is_call & (value == NAME_RANGE)  # range is never a local here
+    range_iter = is_iter & is_call & (value == BUILTIN_ID["range"])  # never a local here
     builtin = jnp.select(
-        [value == NAME_PRINT, value == NAME_ABS, value == NAME_MIN, value == NAME_MAX, range_iter],
-        [B_PRINT, B_ABS, B_MIN, B_MAX, B_RANGE],
+        [value == BUILTIN_ID[b] for b in CALLABLE] + [range_iter],
+        [1 + BUILTIN_ID[b] for b in CALLABLE] + [B_RANGE],
         B_NONE,
     ).astype(I32)
     builtin = jnp.where(is_call & ~local_call & ~is_fn_name, builtin, B_NONE)

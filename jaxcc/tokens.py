@@ -11,6 +11,8 @@ import enum
 import token as _pytoken
 from typing import NamedTuple
 
+from jaxcc.ops import RESERVED_NAMES
+
 
 class Tok(enum.IntEnum):
     PAD = 0  # beyond n_tokens
@@ -174,10 +176,9 @@ UNSUPPORTED_KEYWORDS = (
 )
 
 # Names with reserved interned ids, the same in every program, so that later stages
-# can recognise builtins and annotations without text. User names get ids from
+# can recognise builtins and annotations without text: the builtins of jaxcc/ops.py, a
+# name's id is its row's index (ops.BUILTIN_ID). User names get ids from
 # N_RESERVED_NAMES upward, densely, in order of first occurrence.
-RESERVED_NAMES = ("print", "abs", "min", "max", "range", "int", "bool")
-NAME_PRINT, NAME_ABS, NAME_MIN, NAME_MAX, NAME_RANGE, NAME_INT, NAME_BOOL = range(7)
 N_RESERVED_NAMES = len(RESERVED_NAMES)
 
 

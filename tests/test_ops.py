@@ -11,7 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxcc import grammar, isa, ops, syntax, tokens, vm
+from jaxcc import grammar, isa, ops, resolve, syntax, tokens, vm
 from jaxcc.errors import Code, Value
 from jaxcc.isa import Op
 from jaxcc.reference import interp
@@ -193,9 +193,13 @@ def test_opcodes_and_checks_agree_with_isa():
 
 def test_builtins_are_the_reserved_names():
     assert tokens.RESERVED_NAMES == ops.RESERVED_NAMES
-    for name, i in ops.BUILTIN_ID.items():
-        assert getattr(tokens, "NAME_" + name.upper()) == i
     assert tokens.N_RESERVED_NAMES == len(ops.BUILTINS)
+    # resolve's builtin codes are 1 + the id
+    for name in ("print", "abs", "min", "max", "range"):
+        assert getattr(resolve, "B_" + name.upper()) == 1 + ops.BUILTIN_ID[name]
+    # the reserved names are plain names to Python and to the lexer (not keywords)
+    for b in ops.BUILTINS:
+        assert b.name not in tokens.KEYWORDS and b.name.isidentifier()
 
 
 # ----------------------------------------------------------------------------------------
