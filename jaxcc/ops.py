@@ -353,6 +353,7 @@ class Builtin(NamedTuple):
     places: Place
     min_args: int
     max_args: int | None  # None: any number
+    arity_message: str | None  # TypeError BUILTIN_ARITY text; {n}: the count given
     params: frozenset  # the type each argument may have
     typing: Typing | None  # result type (None: not callable as an expression)
     opcode: Op | None  # the instruction applied to the arguments (min/max: per extra one)
@@ -363,19 +364,34 @@ class Builtin(NamedTuple):
 _NO = frozenset()
 # In interned-id order: the ids are part of the token arrays' encoding (append only).
 BUILTINS: tuple[Builtin, ...] = (
-    Builtin("print", Place.CALL, 0, None, VALUE, Typing.NONE, None, (), None),
-    Builtin("abs", Place.CALL, 1, 1, VALUE, Typing.INT, Op.ABS, (_NEG_OVF,),
-            lambda a: where(a < 0, wrap(-a), a)),
-    Builtin("min", Place.CALL, 2, None, VALUE, Typing.SAME, Op.MIN, (),
-            lambda a, b: where(a <= b, a, b)),
-    Builtin("max", Place.CALL, 2, None, VALUE, Typing.SAME, Op.MAX, (),
-            lambda a, b: where(a >= b, a, b)),
-    Builtin("range", Place.FOR_ITER, 1, 3, frozenset({Type.INT}), None, Op.FOR_RANGE, (), None),
-    Builtin("int", Place.ANNOTATION, 0, 0, _NO, None, None, (), None),
-    Builtin("bool", Place.ANNOTATION, 0, 0, _NO, None, None, (), None),
+    Builtin("print", Place.CALL, 0, None, None, VALUE, Typing.NONE, None, (), None),
+    Builtin("abs", Place.CALL, 1, 1, "abs() takes exactly one argument ({n} given)", VALUE,
+            Typing.INT, Op.ABS, (_NEG_OVF,), lambda a: where(a < 0, wrap(-a), a)),
+    Builtin("min", Place.CALL, 2, None, "min() needs at least 2 arguments in jaxcc", VALUE,
+            Typing.SAME, Op.MIN, (), lambda a, b: where(a <= b, a, b)),
+    Builtin("max", Place.CALL, 2, None, "max() needs at least 2 arguments in jaxcc", VALUE,
+            Typing.SAME, Op.MAX, (), lambda a, b: where(a >= b, a, b)),
+    Builtin("range", Place.FOR_ITER, 1, 3, "range expected 1 to 3 arguments, got {n}",
+            frozenset({Type.INT}), None, Op.FOR_RANGE, (), None),
+    Builtin("int", Place.ANNOTATION, 0, 0, None, _NO, None, None, (), None),
+    Builtin("bool", Place.ANNOTATION, 0, 0, None, _NO, None, None, (), None),
 )  # fmt: skip
 
 BUILTIN_ID: dict[str, int] = {b.name: i for i, b in enumerate(BUILTINS)}
+
+
+def builtin(name: str) -> Builtin:
+    """The row of a reserved name."""
+    return BUILTINS[BUILTIN_ID[name]]
+
+
+def arity_error(b: Builtin, n: int) -> str | None:
+    """The BUILTIN_ARITY message for a call of ``b`` with n arguments, None if n is fine."""
+    if b.min_args <= n and (b.max_args is None or n <= b.max_args):
+        return None
+    return b.arity_message.format(n=n)
+
+
 RESERVED_NAMES: tuple[str, ...] = tuple(b.name for b in BUILTINS)
 # builtins called as expressions (the others are only legal in their places)
 CALLABLE: tuple[str, ...] = tuple(b.name for b in BUILTINS if Place.CALL in b.places)

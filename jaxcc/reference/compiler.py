@@ -566,16 +566,17 @@ class _Typer:
             return join(self.etype(e.body, f), self.etype(e.orelse, f))
         if isinstance(e, ast.Call):
             c = self.s.callee.get(id(e))
-            if c in ("print", "range"):
-                return T_NONE
-            if c == "abs":
+            if not isinstance(c, str):
+                return self.ret[c]
+            typing = ops.builtin(c).typing  # range (a for's iterable) has none: None
+            if typing == ops.Typing.INT:
                 return T_INT
-            if c in ("min", "max"):
+            if typing == ops.Typing.SAME:
                 t = BOT
                 for a in e.args:
                     t = join(t, self.etype(a, f))
                 return t
-            return self.ret[c]
+            return T_NONE
         raise AssertionError(type(e))
 
     @staticmethod
@@ -757,9 +758,9 @@ def check_types(tree: ast.Module, scopes: Scopes) -> Types:
             flow(first_var[f.id], tgt.id, t, tgt, Type.MIXED, ann, f"variable '{tgt.id}'")
             if isinstance(n, ast.For):
                 it = n.iter
-                if not 1 <= len(it.args) <= 3:
-                    errs.add(Code.TYPE, it, Type.BUILTIN_ARITY,
-                             f"range expected 1 to 3 arguments, got {len(it.args)}")  # fmt: skip
+                msg = ops.arity_error(ops.builtin("range"), len(it.args))
+                if msg is not None:
+                    errs.add(Code.TYPE, it, Type.BUILTIN_ARITY, msg)
                 for a in it.args:
                     none_used(a, f)
                 expr_types[id(it)] = T_NONE
@@ -784,20 +785,16 @@ def check_types(tree: ast.Module, scopes: Scopes) -> Types:
             check_join(n, [n.body, n.orelse], f)
         elif isinstance(n, ast.Call):
             c = scopes.callee.get(id(n))
-            if c == "print":
-                for a in n.args:
-                    none_used(a, f)
-            elif c == "abs":
-                if len(n.args) != 1:
-                    errs.add(Code.TYPE, n, Type.BUILTIN_ARITY,
-                             f"abs() takes exactly one argument ({len(n.args)} given)")  # fmt: skip
-                for a in n.args:
-                    none_used(a, f)
-            elif c in ("min", "max"):
-                if len(n.args) < 2:
-                    errs.add(Code.TYPE, n, Type.BUILTIN_ARITY,
-                             f"{c}() needs at least 2 arguments in jaxcc")  # fmt: skip
-                check_join(n, n.args, f)
+            if c in ops.CALLABLE:  # range's arguments are checked at its `for`
+                b = ops.builtin(c)
+                msg = ops.arity_error(b, len(n.args))
+                if msg is not None:
+                    errs.add(Code.TYPE, n, Type.BUILTIN_ARITY, msg)
+                if b.typing == ops.Typing.SAME:
+                    check_join(n, n.args, f)
+                else:
+                    for a in n.args:
+                        none_used(a, f)
             elif isinstance(c, int):
                 g = fns[c]
                 if len(n.args) != len(g.params):
@@ -1028,19 +1025,16 @@ class _Emitter:
                 self.print_call(e)
                 self.emit(Op.LOAD_CONST, 0, ln)
                 return
-            if c in ("min", "max"):
-                op = Op.MIN if c == "min" else Op.MAX
+            b = ops.builtin(c) if c in ops.CALLABLE else None
+            if b is not None and ops.SEMANTICS[b.opcode].arity == 2:  # min, max: a fold
                 self.expr(e.args[0])
                 for a in e.args[1:]:
                     self.expr(a)
-                    self.emit(op, 0, ln)
+                    self.emit(b.opcode, 0, ln)
                 return
             for a in e.args:
                 self.expr(a)
-            if c == "abs":
-                self.emit(Op.ABS, 0, ln)
-            else:
-                self.emit(Op.CALL, c, ln)
+            self.emit(Op.CALL if b is None else b.opcode, c if b is None else 0, ln)
         else:
             raise AssertionError(type(e))
 
