@@ -34,15 +34,13 @@ from jaxcc import isa, ops
 from jaxcc.errors import Code, Limit
 from jaxcc.isa import Op
 from jaxcc.resolve import (
-    B_ABS,
-    B_MAX,
-    B_MIN,
     B_PRINT,
     B_RANGE,
     BIG,
     I32,
     INT_MIN,
     Err,
+    builtin_codes,
     exclusive_cumsum,
     gather,
     sum_over_ancestors,
@@ -56,6 +54,24 @@ from jaxcc.typecheck import M_BOOL, mask_to_type
 _BINOP_OP = jnp.array(ops.opcode_table(Node.BINOP), I32)
 _UNARY_OP = jnp.array(ops.opcode_table(Node.UNARYOP), I32)
 _CMP_OP = jnp.array(ops.opcode_table(Node.CMPOP), I32)
+# builtins that are one instruction: after their one argument (abs), or between every
+# two arguments, a fold (min, max); (builtin code, opcode) in id order
+_B_UNARY = tuple(
+    (c, ops.BUILTINS[c - 1].opcode)
+    for c in builtin_codes(lambda b: b.sem is not None and ops.SEMANTICS[b.opcode].arity == 1)
+)
+_B_FOLD = tuple(
+    (c, ops.BUILTINS[c - 1].opcode)
+    for c in builtin_codes(lambda b: b.sem is not None and ops.SEMANTICS[b.opcode].arity == 2)
+)
+
+
+def _fold_opcode(pbuiltin):
+    """The fold opcode of the builtin call each node is an argument of (_B_FOLD's)."""
+    out = _B_FOLD[-1][1]
+    for c, op in reversed(_B_FOLD[:-1]):
+        out = jnp.where(pbuiltin == c, op, out)
+    return out
 
 
 def _tbl(t, i):
@@ -112,7 +128,7 @@ def emit_code(ast, sc, ty, limits) -> Code_:
     n_cmp = (pnch - 1) // 2
     is_operand = PK(Node.COMPARE) & (kind != Node.CMPOP) & (ci >= 2)
     k_of = ci // 2
-    is_minmax_arg = PK(Node.CALL) & ((pbuiltin == B_MIN) | (pbuiltin == B_MAX)) & (ci >= 1)
+    is_minmax_arg = PK(Node.CALL) & ops.is_any(pbuiltin, [c for c, _ in _B_FOLD]) & (ci >= 1)
     temp = gather(sc.temp, sc.fdef, 0)
 
     # -- 1. instruction counts ------------------------------------------------------------
@@ -133,7 +149,7 @@ def emit_code(ast, sc, ty, limits) -> Code_:
     tail = jnp.select(
         [
             K(Node.BINOP)
-            | (is_user | (K(Node.CALL) & (builtin == B_ABS)))
+            | (is_user | (K(Node.CALL) & ops.is_any(builtin, [c for c, _ in _B_UNARY])))
             | K(Node.ASSIGN)
             | K(Node.ASSERT),
             K(Node.UNARYOP),
@@ -305,8 +321,9 @@ def emit_code(ast, sc, ty, limits) -> Code_:
     rule(ifx, gather(AS, c0, 0), Op.JUMP, TE, jeff=-1)
     callee_np = gather(sc.nparams, sc.callee, 0)
     rule(is_user, TS, Op.CALL, gather(sc.fid, sc.callee, 0), jeff=1 - callee_np)
-    rule(K(Node.CALL) & (builtin == B_ABS), TS, Op.ABS)
-    rule(is_minmax_arg, AS, jnp.where(pbuiltin == B_MIN, Op.MIN, Op.MAX), ln=pline)
+    for c, opc in _B_UNARY:
+        rule(K(Node.CALL) & (builtin == c), TS, opc)
+    rule(is_minmax_arg, AS, _fold_opcode(pbuiltin), ln=pline)
     print_arg = PK(Node.CALL) & (pbuiltin == B_PRINT)
     rule(
         print_arg,

@@ -13,6 +13,7 @@ from typing import NamedTuple
 import jax.numpy as jnp
 from jax import lax
 
+from jaxcc import ops
 from jaxcc.errors import Code, Limit, Syntax, Unsupported
 from jaxcc.ops import BUILTIN_ID, CALLABLE
 from jaxcc.syntax import Ann, ConstKind, Ctx, Node, UnaryOp
@@ -30,6 +31,13 @@ B_NONE = 0
 B_PRINT, B_ABS, B_MIN, B_MAX, B_RANGE = (
     1 + BUILTIN_ID[n] for n in ("print", "abs", "min", "max", "range")
 )
+
+
+def builtin_codes(pred) -> tuple[int, ...]:
+    """The builtin codes (in id order) of the callable builtins and range whose ops.py
+    row satisfies ``pred``: the later stages select their rules by these groups."""
+    called = ops.Place.CALL | ops.Place.FOR_ITER
+    return tuple(1 + i for i, b in enumerate(ops.BUILTINS) if b.places & called and pred(b))
 
 
 def _log2(n: int) -> int:

@@ -26,15 +26,12 @@ from jax import lax
 from jaxcc import isa, ops
 from jaxcc.errors import Code, Type
 from jaxcc.resolve import (
-    B_ABS,
-    B_MAX,
-    B_MIN,
-    B_PRINT,
     B_RANGE,
     BIG,
     I32,
     Cand,
     Err,
+    builtin_codes,
     gather,
     pick,
     tree_fixpoint,
@@ -44,6 +41,34 @@ from jaxcc.syntax import Ann, ConstKind, Ctx, Node
 # the typing rules of ops.py that are not "int": & | ^ (bool if both are) and `not` (bool)
 _BITWISE = ops.subs(Node.BINOP, ops.Typing.BITWISE)
 _BOOL_UNARY = ops.subs(Node.UNARYOP, ops.Typing.BOOL)
+# builtin calls by their typing rule (ops.BUILTINS): None (print; range, which is no
+# value), int (abs), the arguments' joined type (min, max)
+_B_NONE_RESULT = builtin_codes(lambda b: b.typing in (ops.Typing.NONE, None))
+_B_INT_RESULT = builtin_codes(lambda b: b.typing == ops.Typing.INT)
+_B_JOINED = builtin_codes(lambda b: b.typing == ops.Typing.SAME)
+
+
+def _arity_groups() -> tuple[tuple[int, int | None, tuple[int, ...]], ...]:
+    """(min_args, max_args, builtin codes) per distinct arity, in id order of first use."""
+    out: dict[tuple, tuple[int, ...]] = {}
+    for b in ops.BUILTINS:
+        if b.arity_message is not None:
+            key = (b.min_args, b.max_args)
+            out[key] = out.get(key, ()) + builtin_codes(lambda r, b=b: r is b)
+    return tuple((lo, hi, codes) for (lo, hi), codes in out.items())
+
+
+_ARITIES = _arity_groups()
+
+
+def _arity_bad(nch, lo: int, hi: int | None):
+    """nch outside [lo, hi] (hi None: no upper bound)."""
+    if lo == hi:
+        return nch != lo
+    if hi is None:
+        return nch < lo
+    return (nch < lo) | (nch > hi)
+
 
 BOT, M_INT, M_BOOL, M_NONE, TOP = 0, 1, 2, 4, 7
 
@@ -130,7 +155,7 @@ def infer_types(ast, sc, limits) -> Types:
     joins = ok & (
         (pkind == Node.BOOLOP)
         | ((pkind == Node.IFEXP) & (ci != 1))
-        | ((pkind == Node.CALL) & ((pbuiltin == B_MIN) | (pbuiltin == B_MAX)))
+        | ((pkind == Node.CALL) & ops.is_any(pbuiltin, _B_JOINED))
     )
     store_rep = jnp.where(is_store, sc.rep, -1)
     pop = gather(op, parent, 0)
@@ -154,9 +179,9 @@ def infer_types(ast, sc, limits) -> Types:
         joined = norm(or_into(n, parent, joins, t))
         callm = jnp.select(
             [
-                (builtin == B_PRINT) | (builtin == B_RANGE),
-                builtin == B_ABS,
-                (builtin == B_MIN) | (builtin == B_MAX),
+                ops.is_any(builtin, _B_NONE_RESULT),
+                ops.is_any(builtin, _B_INT_RESULT),
+                ops.is_any(builtin, _B_JOINED),
             ],
             [M_NONE, M_INT, joined],
             gather(ret, callee, BOT),
@@ -256,16 +281,16 @@ def infer_types(ast, sc, limits) -> Types:
     join_node = ok & (
         (kind == Node.BOOLOP)
         | (kind == Node.IFEXP)
-        | ((kind == Node.CALL) & ((builtin == B_MIN) | (builtin == B_MAX)))
+        | ((kind == Node.CALL) & ops.is_any(builtin, _B_JOINED))
     )
     mixed = join_node & (part_none == 0) & (part_bits == (M_INT | M_BOOL))
     cands.append(Cand(mixed, Code.TYPE, Type.MIXED, line, col, (walk, 2)))
     # arities
-    bad_bi = is_call & (
-        ((builtin == B_ABS) & (nch != 1))
-        | (((builtin == B_MIN) | (builtin == B_MAX)) & (nch < 2))
-        | ((builtin == B_RANGE) & ((nch < 1) | (nch > 3)))
-    )
+    bad = None
+    for lo, hi, codes in _ARITIES:  # or-ed as they come (the order XLA gets them in)
+        term = ops.is_any(builtin, codes) & _arity_bad(nch, lo, hi)
+        bad = term if bad is None else bad | term
+    bad_bi = is_call & bad
     cands.append(
         Cand(
             bad_bi,
