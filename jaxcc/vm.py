@@ -47,7 +47,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from jaxcc import isa
+from jaxcc import isa, ops
 from jaxcc.errors import RUNTIME_CODES, Code, Value
 from jaxcc.isa import ArgKind, Op
 from jaxcc.limits import DEFAULT, Limits
@@ -291,6 +291,30 @@ def _floordiv_mod(a, b):
     return q, r
 
 
+# Arithmetic opcodes outside the tuned kernels' contiguous ranges (ADD..NE, NEG..ABS):
+# an opcode appended to isa.py with a row in ops.py runs that row's semantic function
+# and checks (ops.evaluate). None today; tests/test_ops.py checks the kernels against the
+# table.
+_TABLE_BINARY = tuple(
+    op for op in sorted(ops.SEMANTICS) if ops.SEMANTICS[op].arity == 2 and not Op.ADD <= op <= Op.NE
+)
+_TABLE_UNARY = tuple(
+    op
+    for op in sorted(ops.SEMANTICS)
+    if ops.SEMANTICS[op].arity == 1 and not Op.NEG <= op <= Op.ABS
+)
+# _unary reports errors as an overflow flag only
+assert all(c.code == Code.OVERFLOW for op in _TABLE_UNARY for c in ops.SEMANTICS[op].checks)
+
+
+def _opcode_in(o, lo: Op, hi: Op, extra: tuple[Op, ...]):
+    """lo <= o <= hi, or o one of ``extra``."""
+    out = (o >= lo) & (o <= hi)
+    for op in extra:
+        out = out | (o == op)
+    return out
+
+
 def _binary(o, a, b):
     """Every binary opcode's result and error (code, detail), selected by opcode."""
     add, add_o = _add_ovf(a, b)
@@ -324,7 +348,7 @@ def _binary(o, a, b):
         jnp.where(a == b, one, zero),
         jnp.where(a != b, one, zero),
     ]
-    assert [Op.ADD + i for i in range(len(results))] == list(isa.BINARY_OPS)
+    assert [Op.ADD + i for i in range(len(results))] == [op for op in isa.BINARY_OPS if op <= Op.NE]
     k = jnp.clip(o - Op.ADD, 0, len(results) - 1)
     val = lax.select_n(k, *results)
     zdiv = (b == 0) & ((o == Op.FLOORDIV) | (o == Op.MOD))
@@ -344,6 +368,12 @@ def _binary(o, a, b):
         jnp.where(neg_shift | neg_pow, Code.VALUE, jnp.where(ovf, Code.OVERFLOW, Code.RUNNING)),
     )
     detail = jnp.where(neg_pow, Value.NEGATIVE_POWER, Value.NEGATIVE_SHIFT)
+    for op in _TABLE_BINARY:
+        v, c, d = ops.evaluate(op, a, b)
+        hit = o == op
+        val = jnp.where(hit, v, val)
+        code = jnp.where(hit, jnp.where(c == Code.OK, Code.RUNNING, c), code)
+        detail = jnp.where(hit, d, detail)
     return val, _i32(code), _i32(detail)
 
 
@@ -352,6 +382,11 @@ def _unary(o, x):
     assert list(isa.UNARY_OPS) == [Op.NEG, Op.INVERT, Op.NOT, Op.ABS]
     val = lax.select_n(k, -x, ~x, jnp.where(x == 0, _i32(1), _i32(0)), jnp.where(x < 0, -x, x))
     ovf = (x == INT_MIN) & ((o == Op.NEG) | (o == Op.ABS))
+    for op in _TABLE_UNARY:
+        v, c, _ = ops.evaluate(op, x)
+        hit = o == op
+        val = jnp.where(hit, v, val)
+        ovf = ovf | (hit & (c == Code.OVERFLOW))
     return val, ovf
 
 
@@ -510,8 +545,8 @@ def _step(t: Tables, lay: Layout, limits: Limits, s: Lane) -> Lane:
     # check 5 and the results: each opcode's own errors
     bval, bcode, bdetail = _binary(o, second, top)
     uval, uovf = _unary(o, top)
-    is_bin = (o >= Op.ADD) & (o <= Op.NE)
-    is_un = (o >= Op.NEG) & (o <= Op.ABS)
+    is_bin = _opcode_in(o, Op.ADD, Op.NE, _TABLE_BINARY)
+    is_un = _opcode_in(o, Op.NEG, Op.ABS, _TABLE_UNARY)
     unbound = (o == Op.LOAD_VAR) & (a >= s.nparams) & (slot[1] != s.serial)
     # FOR_RANGE: [.., c, stop, step]
     rc, rstop, rstep = third, second, top

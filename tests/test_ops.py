@@ -218,3 +218,31 @@ def test_grammar_actions_and_rules():
             aug = grammar.ACTIONS["aug_" + syntax.BinOp(r.sub).name.lower()]
             assert (aug["kind"], aug["op"]) == (Node.AUG_ASSIGN, r.sub), r.name
             assert f"testlist {r.aug_tok.name} testlist -> aug_" in grammar.GRAMMAR
+
+
+# ----------------------------------------------------------------------------------------
+# the path a new arithmetic opcode takes: no kernel or arm of its own, the table's function
+
+
+def test_vm_table_path_equals_table(monkeypatch):
+    """With every arithmetic opcode sent through ops.evaluate (the path of an opcode
+    appended to isa.py without a tuned kernel), the VM's arithmetic is still the table's."""
+    sem = ops.SEMANTICS
+    monkeypatch.setattr(vm, "_TABLE_BINARY", tuple(op for op in sorted(sem) if sem[op].arity == 2))
+    monkeypatch.setattr(vm, "_TABLE_UNARY", tuple(op for op in sorted(sem) if sem[op].arity == 1))
+    for op in sorted(sem):
+        test_vm_arithmetic_equals_table(op)
+
+
+def test_interpreter_table_path_equals_table(monkeypatch):
+    """The reference interpreter's fallback arm (ops.evaluate), with its own arithmetic
+    arms switched off."""
+    for name in ("NEG", "ABS", "INVERT", "NOT"):
+        monkeypatch.setattr(interp, name, -1)
+    monkeypatch.setattr(interp, "NE", interp.ADD - 1)
+    monkeypatch.setattr(interp, "_TABLE_ONLY", frozenset(ops.SEMANTICS))
+    for op in sorted(ops.SEMANTICS):
+        for args in _args(op, _pairs(20)):
+            r = interp.run_program(_one_op_program(op, args))
+            got = (int(r.result), int(r.status), int(r.detail))
+            assert _same(got, ops.evaluate(op, *args)), (Op(op).name, args, got)
