@@ -31,6 +31,8 @@ from typing import NamedTuple
 
 import hypothesis.strategies as st
 
+from jaxcc import ops
+
 __all__ = ["programs", "near_misses", "ERROR_CLASSES"]
 
 INT, BOOL, NONE = "int", "bool", "none"
@@ -46,7 +48,7 @@ _MAX_REC_DEPTH = 4  # literal depth passed to recursive functions from outside
 _KEYWORDISH = ("iff", "nota", "orr", "andy", "elsewhere", "inx", "isx", "returns", "passed",
                "True_", "None_", "_", "printer", "ranger", "absx", "defx", "forx", "whilex",
                "breakx", "l", "O", "int_", "bool_", "maxi", "lambda_", "classy")  # fmt: skip
-_CMP_OPS = (ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq, ast.NotEq)
+_CMP_OPS = tuple(r.py_ast for r in ops.COMPARE)  # CmpOp order (generated programs depend on it)
 _COMMENTS = (
     "note",
     "TODO: nothing",
