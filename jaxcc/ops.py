@@ -28,7 +28,6 @@ from typing import NamedTuple
 
 from jaxcc.errors import Code, Value
 from jaxcc.isa import T_BOOL, T_INT, T_NONE, Op
-from jaxcc.syntax import BinOp, BoolOp, CmpOp, Node, UnaryOp
 
 INT_MIN = -(2**31)
 INT_MAX = 2**31 - 1
@@ -206,14 +205,23 @@ class Typing(enum.Enum):
 # operators
 
 
+class Group(enum.Enum):
+    """The AST node an operator makes (syntax.Node) and the enum of its op field, which
+    this module defines from the rows (syntax.py re-exports them)."""
+
+    BINARY = "BinOp"  # Node.BINOP
+    UNARY = "UnaryOp"  # Node.UNARYOP
+    COMPARE = "CmpOp"  # a Node.CMPOP inside a Node.COMPARE chain
+    BOOLEAN = "BoolOp"  # Node.BOOLOP
+
+
 class Operator(NamedTuple):
     name: str  # the grammar rule alias (jaxcc/grammar.py); also the row's identifier
     spelling: str  # source text
     tok_name: str  # its token kind's name (jaxcc.tokens.Tok)
     aug_tok_name: str | None  # the augmented assignment's token (`+=`), if any
-    node: Node  # BINOP, UNARYOP, CMPOP (inside COMPARE) or BOOLOP
-    sub: int  # the node's op field: BinOp / UnaryOp / CmpOp / BoolOp
-    py_ast: type  # Python's ast class of the operator
+    group: Group
+    py_ast: type  # Python's ast class; its name is the op field's member name
     opcode: Op | None  # what it compiles to (None: no instruction, or control flow)
     typing: Typing
     operands: frozenset  # allowed operand types
@@ -222,6 +230,18 @@ class Operator(NamedTuple):
 
     # Token kinds by name: tokens.py reads this module (the reserved names), so this
     # module must not import tokens.py at load time.
+    @property
+    def sub(self) -> int:
+        """The AST's op field (BinOp / UnaryOp / CmpOp / BoolOp member)."""
+        return _ENUMS[self.group][self.py_ast.__name__]
+
+    @property
+    def node(self):
+        """The syntax.Node kind it makes."""
+        from jaxcc.syntax import Node
+
+        return Node[_NODE_OF[self.group]]
+
     @property
     def tok(self):
         from jaxcc.tokens import Tok
@@ -235,18 +255,16 @@ class Operator(NamedTuple):
         return None if self.aug_tok_name is None else Tok[self.aug_tok_name]
 
 
-def _bin(name, spelling, tok, aug, sub, py, op, typing, sem, checks=()):
-    return Operator(name, spelling, tok, aug, Node.BINOP, sub, py, op, typing, VALUE, checks, sem)
+def _bin(name, spelling, tok, aug, py, op, typing, sem, checks=()):
+    return Operator(name, spelling, tok, aug, Group.BINARY, py, op, typing, VALUE, checks, sem)
 
 
-def _un(name, spelling, tok, sub, py, op, typing, sem, checks=()):
-    return Operator(
-        name, spelling, tok, None, Node.UNARYOP, sub, py, op, typing, VALUE, checks, sem
-    )
+def _un(name, spelling, tok, py, op, typing, sem, checks=()):
+    return Operator(name, spelling, tok, None, Group.UNARY, py, op, typing, VALUE, checks, sem)
 
 
-def _cmp(name, spelling, tok, sub, py, op, sem):
-    return Operator(name, spelling, tok, None, Node.CMPOP, sub, py, op, Typing.BOOL, VALUE, (), sem)
+def _cmp(name, spelling, tok, py, op, sem):
+    return Operator(name, spelling, tok, None, Group.COMPARE, py, op, Typing.BOOL, VALUE, (), sem)
 
 
 def _truth(c):
@@ -256,62 +274,78 @@ def _truth(c):
 # Binary operators in BinOp order (the AST's op numbering), then unary, comparison and
 # boolean operators in theirs.
 OPERATORS: tuple[Operator, ...] = (
-    _bin("add", "+", "PLUS", "PLUSEQUAL", BinOp.Add, ast.Add, Op.ADD, Typing.INT,
+    _bin("add", "+", "PLUS", "PLUSEQUAL", ast.Add, Op.ADD, Typing.INT,
          lambda a, b: wrap(a + b), (_ADD_OVF,)),
-    _bin("sub", "-", "MINUS", "MINEQUAL", BinOp.Sub, ast.Sub, Op.SUB, Typing.INT,
+    _bin("sub", "-", "MINUS", "MINEQUAL", ast.Sub, Op.SUB, Typing.INT,
          lambda a, b: wrap(a - b), (_SUB_OVF,)),
-    _bin("mult", "*", "STAR", "STAREQUAL", BinOp.Mult, ast.Mult, Op.MUL, Typing.INT,
+    _bin("mult", "*", "STAR", "STAREQUAL", ast.Mult, Op.MUL, Typing.INT,
          lambda a, b: wrap(a * b), (overflow(_mul_ovf),)),
-    _bin("floordiv", "//", "DOUBLESLASH", "DOUBLESLASHEQUAL", BinOp.FloorDiv, ast.FloorDiv,
+    _bin("floordiv", "//", "DOUBLESLASH", "DOUBLESLASHEQUAL", ast.FloorDiv,
          Op.FLOORDIV, Typing.INT, lambda a, b: a // _div_safe(a, b),
          (ZERO_DIVISION, overflow(lambda a, b, r: (a == INT_MIN) & (b == -1)))),
-    _bin("mod", "%", "PERCENT", "PERCENTEQUAL", BinOp.Mod, ast.Mod, Op.MOD, Typing.INT,
+    _bin("mod", "%", "PERCENT", "PERCENTEQUAL", ast.Mod, Op.MOD, Typing.INT,
          lambda a, b: a % _div_safe(a, b), (ZERO_DIVISION,)),
-    _bin("pow", "**", "DOUBLESTAR", "DOUBLESTAREQUAL", BinOp.Pow, ast.Pow, Op.POW, Typing.INT,
+    _bin("pow", "**", "DOUBLESTAR", "DOUBLESTAREQUAL", ast.Pow, Op.POW, Typing.INT,
          _pow, (NEGATIVE_POWER, overflow(_pow_ovf))),
-    _bin("lshift", "<<", "LEFTSHIFT", "LEFTSHIFTEQUAL", BinOp.LShift, ast.LShift, Op.LSHIFT,
+    _bin("lshift", "<<", "LEFTSHIFT", "LEFTSHIFTEQUAL", ast.LShift, Op.LSHIFT,
          Typing.INT, _lshift, (NEGATIVE_SHIFT, overflow(_lshift_ovf))),
-    _bin("rshift", ">>", "RIGHTSHIFT", "RIGHTSHIFTEQUAL", BinOp.RShift, ast.RShift, Op.RSHIFT,
+    _bin("rshift", ">>", "RIGHTSHIFT", "RIGHTSHIFTEQUAL", ast.RShift, Op.RSHIFT,
          Typing.INT, lambda a, b: a >> clip(b, 0, 31), (NEGATIVE_SHIFT,)),
-    _bin("bitand", "&", "AMPER", "AMPEREQUAL", BinOp.BitAnd, ast.BitAnd, Op.AND,
+    _bin("bitand", "&", "AMPER", "AMPEREQUAL", ast.BitAnd, Op.AND,
          Typing.BITWISE, lambda a, b: a & b),
-    _bin("bitor", "|", "VBAR", "VBAREQUAL", BinOp.BitOr, ast.BitOr, Op.OR, Typing.BITWISE,
+    _bin("bitor", "|", "VBAR", "VBAREQUAL", ast.BitOr, Op.OR, Typing.BITWISE,
          lambda a, b: a | b),
-    _bin("bitxor", "^", "CIRCUMFLEX", "CIRCUMFLEXEQUAL", BinOp.BitXor, ast.BitXor, Op.XOR,
+    _bin("bitxor", "^", "CIRCUMFLEX", "CIRCUMFLEXEQUAL", ast.BitXor, Op.XOR,
          Typing.BITWISE, lambda a, b: a ^ b),
-    _un("usub", "-", "MINUS", UnaryOp.USub, ast.USub, Op.NEG, Typing.INT,
+    _un("usub", "-", "MINUS", ast.USub, Op.NEG, Typing.INT,
         lambda a: wrap(-a), (_NEG_OVF,)),
-    _un("uadd", "+", "PLUS", UnaryOp.UAdd, ast.UAdd, None, Typing.INT, lambda a: a),
-    _un("invert", "~", "TILDE", UnaryOp.Invert, ast.Invert, Op.INVERT, Typing.INT,
+    _un("uadd", "+", "PLUS", ast.UAdd, None, Typing.INT, lambda a: a),
+    _un("invert", "~", "TILDE", ast.Invert, Op.INVERT, Typing.INT,
         lambda a: ~a),
-    _un("not_", "not", "KW_NOT", UnaryOp.Not, ast.Not, Op.NOT, Typing.BOOL,
+    _un("not_", "not", "KW_NOT", ast.Not, Op.NOT, Typing.BOOL,
         lambda a: _truth(a == 0)),
-    _cmp("lt", "<", "LESS", CmpOp.Lt, ast.Lt, Op.LT, lambda a, b: _truth(a < b)),
-    _cmp("lte", "<=", "LESSEQUAL", CmpOp.LtE, ast.LtE, Op.LE, lambda a, b: _truth(a <= b)),
-    _cmp("gt", ">", "GREATER", CmpOp.Gt, ast.Gt, Op.GT, lambda a, b: _truth(a > b)),
-    _cmp("gte", ">=", "GREATEREQUAL", CmpOp.GtE, ast.GtE, Op.GE, lambda a, b: _truth(a >= b)),
-    _cmp("eq", "==", "EQEQUAL", CmpOp.Eq, ast.Eq, Op.EQ, lambda a, b: _truth(a == b)),
-    _cmp("not_eq", "!=", "NOTEQUAL", CmpOp.NotEq, ast.NotEq, Op.NE, lambda a, b: _truth(a != b)),
+    _cmp("lt", "<", "LESS", ast.Lt, Op.LT, lambda a, b: _truth(a < b)),
+    _cmp("lte", "<=", "LESSEQUAL", ast.LtE, Op.LE, lambda a, b: _truth(a <= b)),
+    _cmp("gt", ">", "GREATER", ast.Gt, Op.GT, lambda a, b: _truth(a > b)),
+    _cmp("gte", ">=", "GREATEREQUAL", ast.GtE, Op.GE, lambda a, b: _truth(a >= b)),
+    _cmp("eq", "==", "EQEQUAL", ast.Eq, Op.EQ, lambda a, b: _truth(a == b)),
+    _cmp("not_eq", "!=", "NOTEQUAL", ast.NotEq, Op.NE, lambda a, b: _truth(a != b)),
     # short-circuit: compiled to jumps (JUMP_IF_FALSE_OR_POP / JUMP_IF_TRUE_OR_POP)
-    Operator("bool_and", "and", "KW_AND", None, Node.BOOLOP, BoolOp.And, ast.And, None,
+    Operator("bool_and", "and", "KW_AND", None, Group.BOOLEAN, ast.And, None,
              Typing.SAME, VALUE, (), None),
-    Operator("bool_or", "or", "KW_OR", None, Node.BOOLOP, BoolOp.Or, ast.Or, None,
+    Operator("bool_or", "or", "KW_OR", None, Group.BOOLEAN, ast.Or, None,
              Typing.SAME, VALUE, (), None),
 )  # fmt: skip
 
 
-def rows(node: Node) -> tuple[Operator, ...]:
-    """The operator rows of one AST kind, in the order of their sub-kind values."""
-    return tuple(sorted((r for r in OPERATORS if r.node == node), key=lambda r: r.sub))
+def _op_enum(group: Group) -> type[enum.IntEnum]:
+    """The op-field enum of a group: its rows' ast class names, numbered in table order
+    (the numbering is part of the flat AST's encoding: append rows, never reorder)."""
+    members = [(r.py_ast.__name__, i) for i, r in enumerate(_in(group))]
+    e = enum.IntEnum(group.value, members)
+    e.__doc__ = f"{group.value} op field values (jaxcc/ops.py's rows; names as in Python's ast)."
+    e.__module__ = __name__
+    return e
 
 
-BINARY = rows(Node.BINOP)
-UNARY = rows(Node.UNARYOP)
-COMPARE = rows(Node.CMPOP)
-BOOLEAN = rows(Node.BOOLOP)
+def _in(group: Group) -> tuple[Operator, ...]:
+    return tuple(r for r in OPERATORS if r.group == group)
 
 
-def subs(node: Node, typing: Typing) -> tuple[int, ...]:
+_ENUMS = {g: _op_enum(g) for g in Group}
+BinOp, UnaryOp, CmpOp, BoolOp = (_ENUMS[g] for g in Group)
+_NODE_OF = {Group.BINARY: "BINOP", Group.UNARY: "UNARYOP", Group.COMPARE: "CMPOP",
+            Group.BOOLEAN: "BOOLOP"}  # fmt: skip
+
+BINARY, UNARY, COMPARE, BOOLEAN = (_in(g) for g in Group)
+
+
+def rows(node) -> tuple[Operator, ...]:
+    """The operator rows that make one syntax.Node kind, in the order of their op values."""
+    return next(_in(g) for g in Group if _NODE_OF[g] == node.name)
+
+
+def subs(node, typing: Typing) -> tuple[int, ...]:
     """The sub-kinds of ``node`` whose rows have this typing rule."""
     return tuple(r.sub for r in rows(node) if r.typing == typing)
 
@@ -325,13 +359,13 @@ def is_any(x, values):
     return out
 
 
-def opcode_table(node: Node) -> tuple[Op, ...]:
+def opcode_table(node) -> tuple[Op, ...]:
     """Opcode per sub-kind of ``node`` (index = BinOp/UnaryOp/CmpOp value); NOP where the
     operator emits no instruction (unary +)."""
     return tuple(Op.NOP if r.opcode is None else r.opcode for r in rows(node))
 
 
-def py_ast_map(node: Node) -> dict[type, int]:
+def py_ast_map(node) -> dict[type, int]:
     """Python ast class -> sub-kind, for one AST kind (flatten's direction)."""
     return {r.py_ast: r.sub for r in rows(node)}
 

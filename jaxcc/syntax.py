@@ -43,6 +43,8 @@ from __future__ import annotations
 import enum
 from typing import NamedTuple
 
+from jaxcc import ops
+
 
 class Node(enum.IntEnum):
     PAD = 0
@@ -101,41 +103,11 @@ EXPRESSIONS = (
 )
 
 
-class BinOp(enum.IntEnum):
-    """Names as in Python's ast."""
-
-    Add = 0
-    Sub = 1
-    Mult = 2
-    FloorDiv = 3
-    Mod = 4
-    Pow = 5
-    LShift = 6
-    RShift = 7
-    BitAnd = 8
-    BitOr = 9
-    BitXor = 10
-
-
-class UnaryOp(enum.IntEnum):
-    USub = 0
-    UAdd = 1
-    Invert = 2
-    Not = 3
-
-
-class BoolOp(enum.IntEnum):
-    And = 0
-    Or = 1
-
-
-class CmpOp(enum.IntEnum):
-    Lt = 0
-    LtE = 1
-    Gt = 2
-    GtE = 3
-    Eq = 4
-    NotEq = 5
+# The op fields of BINOP, UNARYOP, CMPOP and BOOLOP: defined by jaxcc/ops.py's rows.
+BinOp = ops.BinOp
+UnaryOp = ops.UnaryOp
+CmpOp = ops.CmpOp
+BoolOp = ops.BoolOp
 
 
 class Ctx(enum.IntEnum):
