@@ -58,17 +58,7 @@ expr_stmt: testlist -> expr_stmt
          | assign_chain
          | testlist COLON test -> ann_assign
          | testlist COLON test EQUAL testlist -> ann_assign
-         | testlist PLUSEQUAL testlist -> aug_add
-         | testlist MINEQUAL testlist -> aug_sub
-         | testlist STAREQUAL testlist -> aug_mult
-         | testlist DOUBLESLASHEQUAL testlist -> aug_floordiv
-         | testlist PERCENTEQUAL testlist -> aug_mod
-         | testlist DOUBLESTAREQUAL testlist -> aug_pow
-         | testlist LEFTSHIFTEQUAL testlist -> aug_lshift
-         | testlist RIGHTSHIFTEQUAL testlist -> aug_rshift
-         | testlist AMPEREQUAL testlist -> aug_bitand
-         | testlist VBAREQUAL testlist -> aug_bitor
-         | testlist CIRCUMFLEXEQUAL testlist -> aug_bitxor
+         %AUGMENTED%
 assign_chain: testlist EQUAL testlist EQUAL testlist -> chained_assign
             | assign_chain EQUAL testlist
 
@@ -113,32 +103,11 @@ tuple: tuple_head -> tuple
 tuple_head: test COMMA | tuple_head test COMMA
 
 test: or_test | or_test KW_IF or_test KW_ELSE test -> ifexp
-or_test: and_test | or_chain -> bool_or
 or_chain: and_test KW_OR and_test | or_chain KW_OR and_test
-and_test: not_test | and_chain -> bool_and
 and_chain: not_test KW_AND not_test | and_chain KW_AND not_test
-not_test: KW_NOT not_test -> not_ | comparison
 comparison: expr | cmp_chain -> compare
 cmp_chain: expr cmp_op expr | cmp_chain cmp_op expr
-cmp_op: LESS -> lt
-      | LESSEQUAL -> lte
-      | GREATER -> gt
-      | GREATEREQUAL -> gte
-      | EQEQUAL -> eq
-      | NOTEQUAL -> not_eq
-      | KW_IN -> cmp_in
-      | KW_NOT KW_IN -> cmp_in
-expr: xor_expr | expr VBAR xor_expr -> bitor
-xor_expr: and_expr | xor_expr CIRCUMFLEX and_expr -> bitxor
-and_expr: shift_expr | and_expr AMPER shift_expr -> bitand
-shift_expr: arith | shift_expr LEFTSHIFT arith -> lshift | shift_expr RIGHTSHIFT arith -> rshift
-arith: term | arith PLUS term -> add | arith MINUS term -> sub
-term: factor
-    | term STAR factor -> mult
-    | term DOUBLESLASH factor -> floordiv
-    | term PERCENT factor -> mod
-factor: PLUS factor -> uadd | MINUS factor -> usub | TILDE factor -> invert | power
-power: atom_expr | atom_expr DOUBLESTAR factor -> pow
+%OPERATORS%
 atom_expr: NAME -> name
          | call
          | atom
@@ -164,6 +133,48 @@ atom: NUMBER -> int_const
 // no bare starred expression in parentheses: `(*a)` is CPython's SyntaxError
 // ("cannot use starred expression here"), not an unsupported feature
 """
+
+# The operators' alternatives come from ops.py (each row's (nonterminal, production),
+# aliased by its name); each precedence level keeps its other alternatives here, from the
+# loosest level to the tightest.
+_LEVELS = (
+    ("or_test", "and_test"),
+    ("and_test", "not_test"),
+    ("not_test", "comparison"),
+    ("cmp_op", "KW_IN -> cmp_in | KW_NOT KW_IN -> cmp_in"),  # `in`: unsupported
+    ("expr", "xor_expr"),
+    ("xor_expr", "and_expr"),
+    ("and_expr", "shift_expr"),
+    ("shift_expr", "arith"),
+    ("arith", "term"),
+    ("term", "factor"),
+    ("factor", "power"),
+    ("power", "atom_expr"),
+)
+
+
+def _operator_rules() -> str:
+    """One rule per precedence level: its own alternatives, then its operators'."""
+    lines = []
+    for nt, base in _LEVELS:
+        alts = [f"{r.grammar[1]} -> {r.name}" for r in ops.OPERATORS if r.grammar[0] == nt]
+        lines.append(f"{nt}: " + " | ".join([base, *alts]))
+    assert {r.grammar[0] for r in ops.OPERATORS} <= {nt for nt, _ in _LEVELS}
+    return "\n".join(lines)
+
+
+def _augmented_rules() -> str:
+    """`x op= e` for every binary operator with an augmented form."""
+    return " | ".join(
+        f"testlist {r.aug_tok_name} testlist -> aug_{BinOp(r.sub).name.lower()}"
+        for r in ops.BINARY
+        if r.aug_tok_name is not None
+    )
+
+
+GRAMMAR = GRAMMAR.replace("%OPERATORS%", _operator_rules()).replace(
+    "%AUGMENTED%", "| " + _augmented_rules()
+)
 
 # --- semantic actions -----------------------------------------------------------------
 # opmode: how the node's op is found

@@ -221,6 +221,7 @@ class Operator(NamedTuple):
     tok_name: str  # its token kind's name (jaxcc.tokens.Tok)
     aug_tok_name: str | None  # the augmented assignment's token (`+=`), if any
     group: Group
+    grammar: tuple[str, str]  # (nonterminal, production): its alternative in grammar.py
     py_ast: type  # Python's ast class; its name is the op field's member name
     opcode: Op | None  # what it compiles to (None: no instruction, or control flow)
     typing: Typing
@@ -255,16 +256,26 @@ class Operator(NamedTuple):
         return None if self.aug_tok_name is None else Tok[self.aug_tok_name]
 
 
-def _bin(name, spelling, tok, aug, py, op, typing, sem, checks=()):
-    return Operator(name, spelling, tok, aug, Group.BINARY, py, op, typing, VALUE, checks, sem)
+# Grammar productions: a binary operator at precedence level L is `L TOK operand`, left
+# associative, except ** (right associative, binds tighter than unary minus on its left);
+# unary operators are `TOK factor`; comparisons are one token of a cmp_op.
+def _bin(name, spelling, tok, aug, rule, py, op, typing, sem, checks=()):
+    return Operator(
+        name, spelling, tok, aug, Group.BINARY, rule, py, op, typing, VALUE, checks, sem
+    )
 
 
-def _un(name, spelling, tok, py, op, typing, sem, checks=()):
-    return Operator(name, spelling, tok, None, Group.UNARY, py, op, typing, VALUE, checks, sem)
+def _un(name, spelling, tok, rule, py, op, typing, sem, checks=()):
+    return Operator(
+        name, spelling, tok, None, Group.UNARY, rule, py, op, typing, VALUE, checks, sem
+    )
 
 
 def _cmp(name, spelling, tok, py, op, sem):
-    return Operator(name, spelling, tok, None, Group.COMPARE, py, op, Typing.BOOL, VALUE, (), sem)
+    rule = ("cmp_op", tok)
+    return Operator(
+        name, spelling, tok, None, Group.COMPARE, rule, py, op, Typing.BOOL, VALUE, (), sem
+    )
 
 
 def _truth(c):
@@ -274,47 +285,49 @@ def _truth(c):
 # Binary operators in BinOp order (the AST's op numbering), then unary, comparison and
 # boolean operators in theirs.
 OPERATORS: tuple[Operator, ...] = (
-    _bin("add", "+", "PLUS", "PLUSEQUAL", ast.Add, Op.ADD, Typing.INT,
-         lambda a, b: wrap(a + b), (_ADD_OVF,)),
-    _bin("sub", "-", "MINUS", "MINEQUAL", ast.Sub, Op.SUB, Typing.INT,
-         lambda a, b: wrap(a - b), (_SUB_OVF,)),
-    _bin("mult", "*", "STAR", "STAREQUAL", ast.Mult, Op.MUL, Typing.INT,
-         lambda a, b: wrap(a * b), (overflow(_mul_ovf),)),
-    _bin("floordiv", "//", "DOUBLESLASH", "DOUBLESLASHEQUAL", ast.FloorDiv,
-         Op.FLOORDIV, Typing.INT, lambda a, b: a // _div_safe(a, b),
+    _bin("add", "+", "PLUS", "PLUSEQUAL", ("arith", "arith PLUS term"),
+         ast.Add, Op.ADD, Typing.INT, lambda a, b: wrap(a + b), (_ADD_OVF,)),
+    _bin("sub", "-", "MINUS", "MINEQUAL", ("arith", "arith MINUS term"),
+         ast.Sub, Op.SUB, Typing.INT, lambda a, b: wrap(a - b), (_SUB_OVF,)),
+    _bin("mult", "*", "STAR", "STAREQUAL", ("term", "term STAR factor"),
+         ast.Mult, Op.MUL, Typing.INT, lambda a, b: wrap(a * b), (overflow(_mul_ovf),)),
+    _bin("floordiv", "//", "DOUBLESLASH", "DOUBLESLASHEQUAL", ("term", "term DOUBLESLASH factor"),
+         ast.FloorDiv, Op.FLOORDIV, Typing.INT, lambda a, b: a // _div_safe(a, b),
          (ZERO_DIVISION, overflow(lambda a, b, r: (a == INT_MIN) & (b == -1)))),
-    _bin("mod", "%", "PERCENT", "PERCENTEQUAL", ast.Mod, Op.MOD, Typing.INT,
-         lambda a, b: a % _div_safe(a, b), (ZERO_DIVISION,)),
-    _bin("pow", "**", "DOUBLESTAR", "DOUBLESTAREQUAL", ast.Pow, Op.POW, Typing.INT,
-         _pow, (NEGATIVE_POWER, overflow(_pow_ovf))),
-    _bin("lshift", "<<", "LEFTSHIFT", "LEFTSHIFTEQUAL", ast.LShift, Op.LSHIFT,
-         Typing.INT, _lshift, (NEGATIVE_SHIFT, overflow(_lshift_ovf))),
-    _bin("rshift", ">>", "RIGHTSHIFT", "RIGHTSHIFTEQUAL", ast.RShift, Op.RSHIFT,
-         Typing.INT, lambda a, b: a >> clip(b, 0, 31), (NEGATIVE_SHIFT,)),
-    _bin("bitand", "&", "AMPER", "AMPEREQUAL", ast.BitAnd, Op.AND,
-         Typing.BITWISE, lambda a, b: a & b),
-    _bin("bitor", "|", "VBAR", "VBAREQUAL", ast.BitOr, Op.OR, Typing.BITWISE,
-         lambda a, b: a | b),
-    _bin("bitxor", "^", "CIRCUMFLEX", "CIRCUMFLEXEQUAL", ast.BitXor, Op.XOR,
-         Typing.BITWISE, lambda a, b: a ^ b),
-    _un("usub", "-", "MINUS", ast.USub, Op.NEG, Typing.INT,
-        lambda a: wrap(-a), (_NEG_OVF,)),
-    _un("uadd", "+", "PLUS", ast.UAdd, None, Typing.INT, lambda a: a),
-    _un("invert", "~", "TILDE", ast.Invert, Op.INVERT, Typing.INT,
-        lambda a: ~a),
-    _un("not_", "not", "KW_NOT", ast.Not, Op.NOT, Typing.BOOL,
-        lambda a: _truth(a == 0)),
+    _bin("mod", "%", "PERCENT", "PERCENTEQUAL", ("term", "term PERCENT factor"),
+         ast.Mod, Op.MOD, Typing.INT, lambda a, b: a % _div_safe(a, b), (ZERO_DIVISION,)),
+    _bin("pow", "**", "DOUBLESTAR", "DOUBLESTAREQUAL", ("power", "atom_expr DOUBLESTAR factor"),
+         ast.Pow, Op.POW, Typing.INT, _pow, (NEGATIVE_POWER, overflow(_pow_ovf))),
+    _bin("lshift", "<<", "LEFTSHIFT", "LEFTSHIFTEQUAL", ("shift_expr", "shift_expr LEFTSHIFT arith"),
+         ast.LShift, Op.LSHIFT, Typing.INT, _lshift, (NEGATIVE_SHIFT, overflow(_lshift_ovf))),
+    _bin("rshift", ">>", "RIGHTSHIFT", "RIGHTSHIFTEQUAL", ("shift_expr", "shift_expr RIGHTSHIFT arith"),
+         ast.RShift, Op.RSHIFT, Typing.INT, lambda a, b: a >> clip(b, 0, 31), (NEGATIVE_SHIFT,)),
+    _bin("bitand", "&", "AMPER", "AMPEREQUAL", ("and_expr", "and_expr AMPER shift_expr"),
+         ast.BitAnd, Op.AND, Typing.BITWISE, lambda a, b: a & b),
+    _bin("bitor", "|", "VBAR", "VBAREQUAL", ("expr", "expr VBAR xor_expr"),
+         ast.BitOr, Op.OR, Typing.BITWISE, lambda a, b: a | b),
+    _bin("bitxor", "^", "CIRCUMFLEX", "CIRCUMFLEXEQUAL", ("xor_expr", "xor_expr CIRCUMFLEX and_expr"),
+         ast.BitXor, Op.XOR, Typing.BITWISE, lambda a, b: a ^ b),
+    _un("usub", "-", "MINUS", ("factor", "MINUS factor"),
+        ast.USub, Op.NEG, Typing.INT, lambda a: wrap(-a), (_NEG_OVF,)),
+    _un("uadd", "+", "PLUS", ("factor", "PLUS factor"),
+        ast.UAdd, None, Typing.INT, lambda a: a),
+    _un("invert", "~", "TILDE", ("factor", "TILDE factor"),
+        ast.Invert, Op.INVERT, Typing.INT, lambda a: ~a),
+    _un("not_", "not", "KW_NOT", ("not_test", "KW_NOT not_test"),
+        ast.Not, Op.NOT, Typing.BOOL, lambda a: _truth(a == 0)),
     _cmp("lt", "<", "LESS", ast.Lt, Op.LT, lambda a, b: _truth(a < b)),
     _cmp("lte", "<=", "LESSEQUAL", ast.LtE, Op.LE, lambda a, b: _truth(a <= b)),
     _cmp("gt", ">", "GREATER", ast.Gt, Op.GT, lambda a, b: _truth(a > b)),
     _cmp("gte", ">=", "GREATEREQUAL", ast.GtE, Op.GE, lambda a, b: _truth(a >= b)),
     _cmp("eq", "==", "EQEQUAL", ast.Eq, Op.EQ, lambda a, b: _truth(a == b)),
     _cmp("not_eq", "!=", "NOTEQUAL", ast.NotEq, Op.NE, lambda a, b: _truth(a != b)),
-    # short-circuit: compiled to jumps (JUMP_IF_FALSE_OR_POP / JUMP_IF_TRUE_OR_POP)
-    Operator("bool_and", "and", "KW_AND", None, Group.BOOLEAN, ast.And, None,
-             Typing.SAME, VALUE, (), None),
-    Operator("bool_or", "or", "KW_OR", None, Group.BOOLEAN, ast.Or, None,
-             Typing.SAME, VALUE, (), None),
+    # short-circuit chains (grammar.py's and_chain / or_chain), compiled to jumps
+    # (JUMP_IF_FALSE_OR_POP / JUMP_IF_TRUE_OR_POP) by the code generators
+    Operator("bool_and", "and", "KW_AND", None, Group.BOOLEAN, ("and_test", "and_chain"),
+             ast.And, None, Typing.SAME, VALUE, (), None),
+    Operator("bool_or", "or", "KW_OR", None, Group.BOOLEAN, ("or_test", "or_chain"),
+             ast.Or, None, Typing.SAME, VALUE, (), None),
 )  # fmt: skip
 
 
