@@ -206,10 +206,7 @@ def sample_each(tokens, params, keys, k: int, nl: Limits, temperature, top_p,
 
     def one(tok, key):
         tok1 = jax.tree.map(lambda x: x[None], tok)
-        # the model's side mixes dtypes on purpose (bf16 compute, float32 parameters, bool
-        # counts in its input features); everything of the hybrid's own stays strict
-        with jax.numpy_dtype_promotion("standard"):
-            c = S.compile(tok1, params, key, k, nl, temperature, top_p, greedy_first, cfg=cfg)
+        c = S.compile(tok1, params, key, k, nl, temperature, top_p, greedy_first, cfg=cfg)
         return jax.tree.map(lambda x: x[0], (c.program, c.ok, c.bound))
 
     return jax.vmap(one)(tokens, keys)
