@@ -120,7 +120,7 @@ _K_NONE, _K_CONST, _K_SLOT, _K_TARGET, _K_FUNC, _K_DEPTH, _K_COUNT = (
     PRINT_BOOL,
     PRINT_NEWLINE,
     ASSERT,
-) = range(_N_OPS)
+) = range(Op.ASSERT + 1)  # the opcodes with an arm below (appended ones: _TABLE_ONLY)
 assert (ASSERT, FOR_RANGE, CALL) == (Op.ASSERT, Op.FOR_RANGE, Op.CALL)
 
 # Arithmetic opcodes without an arm of their own in _run (none today): an opcode appended
