@@ -17,8 +17,15 @@ import functools
 
 import numpy as np
 
-from jaxcc.errors import Code, Syntax, Unsupported
-from jaxcc.tokens import KEYWORDS, OPERATORS, RESERVED_NAMES, UNSUPPORTED_KEYWORDS, Tok
+from jaxcc.errors import Code, Syntax
+from jaxcc.tokens import (
+    KEYWORDS,
+    OPERATORS,
+    RESERVED_NAMES,
+    UNSUPPORTED_KEYWORDS,
+    UNSUPPORTED_OPERATORS,
+    Tok,
+)
 
 
 class C(enum.IntEnum):
@@ -279,19 +286,6 @@ FLOAT_ACCEPT[[S.FP, S.FPD, S.EXD]] = True
 
 
 # ---- operators: kind, or an error (code, detail), by the token's text (1..3 bytes)
-_UNSUPPORTED_OPS = {
-    "/": Unsupported.TRUE_DIVISION,
-    "/=": Unsupported.TRUE_DIVISION,
-    "[": Unsupported.SUBSCRIPT,
-    "]": Unsupported.SUBSCRIPT,
-    "{": Unsupported.DICT_SET,
-    "}": Unsupported.DICT_SET,
-    "@": Unsupported.MATMUL,
-    "@=": Unsupported.MATMUL,
-    ":=": Unsupported.WALRUS,
-}
-
-
 def _op_tables():
     # key: b0 for length 1, 128 + ... no: three tables keyed by bytes
     kind1 = np.zeros(128, np.int32)
@@ -311,7 +305,7 @@ def _op_tables():
 
     for s, k in OPERATORS.items():
         put(s, int(k), 0)
-    for s, d in _UNSUPPORTED_OPS.items():
+    for s, d in UNSUPPORTED_OPERATORS.items():
         put(s, 0, Code.UNSUPPORTED * 64 + d)
     put("!", 0, Code.SYNTAX * 64 + Syntax.INVALID)  # CPython: "invalid syntax"
     return kind1, kind2, kind3, err1, err2, err3

@@ -11,6 +11,7 @@ import enum
 import token as _pytoken
 from typing import NamedTuple
 
+from jaxcc.errors import Unsupported
 from jaxcc.ops import RESERVED_NAMES
 
 
@@ -126,6 +127,20 @@ OPERATORS: dict[str, Tok] = {
     )
 }
 
+# Python operators outside the subset: both lexers reject them as Code.UNSUPPORTED with
+# this detail (an operator the subset gains moves from here to OPERATORS)
+UNSUPPORTED_OPERATORS: dict[str, Unsupported] = {
+    "/": Unsupported.TRUE_DIVISION,
+    "/=": Unsupported.TRUE_DIVISION,
+    "[": Unsupported.SUBSCRIPT,
+    "]": Unsupported.SUBSCRIPT,
+    "{": Unsupported.DICT_SET,
+    "}": Unsupported.DICT_SET,
+    "@": Unsupported.MATMUL,
+    "@=": Unsupported.MATMUL,
+    ":=": Unsupported.WALRUS,
+}
+
 KEYWORDS: dict[str, Tok] = {
     "False": Tok.KW_FALSE,
     "None": Tok.KW_NONE,
@@ -182,12 +197,16 @@ UNSUPPORTED_KEYWORDS = (
 N_RESERVED_NAMES = len(RESERVED_NAMES)
 
 
+_KEYWORD_KINDS = frozenset(KEYWORDS.values())
+_OPERATOR_KINDS = frozenset(OPERATORS.values())
+
+
 def tokenize_name(kind: int, exact: bool = False) -> str:
     """What `python -m tokenize [-e]` prints as the type of a token of this kind."""
     k = Tok(kind)
-    if k >= Tok.KW_FALSE:
+    if k in _KEYWORD_KINDS:
         return "NAME"
-    if Tok.LPAR <= k <= Tok.RARROW:
+    if k in _OPERATOR_KINDS:  # by set, not range: a token kind is appended, never inserted
         return k.name if exact else "OP"
     return k.name
 

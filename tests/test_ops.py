@@ -163,6 +163,8 @@ def test_spellings_and_tokens():
         assert spelled == r.tok, r.name
         if r.aug_tok is not None:
             assert tokens.OPERATORS[r.spelling + "="] == r.aug_tok, r.name
+    # an operator of the subset is not also rejected by the lexers
+    assert not set(tokens.OPERATORS) & set(tokens.UNSUPPORTED_OPERATORS)
 
 
 def _example(r: ops.Operator) -> str:

@@ -35,22 +35,16 @@ from jaxcc.tokens import (
     OPERATORS,
     RESERVED_NAMES,
     UNSUPPORTED_KEYWORDS,
+    UNSUPPORTED_OPERATORS,
     Tok,
     Tokens,
 )
 
+# tokenize also makes '.' and '...' OP tokens (the JAX lexer rejects them elsewhere)
 _UNSUPPORTED_OPS = {
-    "/": Unsupported.TRUE_DIVISION,
-    "/=": Unsupported.TRUE_DIVISION,
-    "[": Unsupported.SUBSCRIPT,
-    "]": Unsupported.SUBSCRIPT,
-    "{": Unsupported.DICT_SET,
-    "}": Unsupported.DICT_SET,
+    **UNSUPPORTED_OPERATORS,
     ".": Unsupported.ATTRIBUTE,
     "...": Unsupported.ELLIPSIS,
-    "@": Unsupported.MATMUL,
-    "@=": Unsupported.MATMUL,
-    ":=": Unsupported.WALRUS,
 }
 
 
