@@ -62,21 +62,27 @@ def seq_logp(params, cfg: Config, src, tokens, mask):
     return jnp.sum(jnp.where(live & (tokens != V.PAD), tok_lp, 0.0), axis=1)
 
 
-@functools.partial(jax.jit, static_argnames=("cfg", "tx", "k", "limits", "reward", "n_probes"))
+@functools.partial(
+    jax.jit, static_argnames=("cfg", "tx", "k", "limits", "reward", "n_probes", "nlimits")
+)
 @_mixed
 def rl_step(params, opt_state, tokens, src, target, target_len, key, cfg: Config, tx, k: int,
-            limits: Limits, reward: Reward = DEFAULT_REWARD, n_probes: int = 32):  # fmt: skip
+            limits: Limits, reward: Reward = DEFAULT_REWARD, n_probes: int = 32,
+            nlimits: V.NeuralLimits | None = None):  # fmt: skip
     """One policy-gradient step on a batch of B programs (B * k samples).
 
     tokens: the programs' lexer Tokens (for the verification probes); src: their Src;
     target/target_len: the deterministic compiler's code as tokens (the reference).
+    nlimits: the source/output budget src and target are cut to (default the model's;
+    ``features >= 2`` models may use a shorter one, see ``train.cut``).
     Returns (params, opt_state, metrics)."""
+    nl = nlimits or cfg.nlimits
     b = src.n.shape[0]
     ks, kp = jax.random.split(key)
     smp = sample(graphdef(cfg), jax.lax.stop_gradient(params), src, ks, k, limits,
-                 1.0, 1.0, False)  # fmt: skip
-    cand = assemble(smp.tokens, src, limits, cfg.nlimits)
-    ref = assemble(target, src, limits, cfg.nlimits).program
+                 1.0, 1.0, False, nlimits=nl)  # fmt: skip
+    cand = assemble(smp.tokens, src, limits, nl)
+    ref = assemble(target, src, limits, nl).program
     probes = verify.make_probes(tokens, ref.fn_nparams, kp, n_probes)
     v = verify.verify_against(cand.program, ref, probes, limits)
     well = cand.ok & smp.done
@@ -85,7 +91,7 @@ def rl_step(params, opt_state, tokens, src, target, target_len, key, cfg: Config
     adv = (r - jnp.mean(r, axis=1, keepdims=True)) / (jnp.std(r, axis=1, keepdims=True) + 1e-3)
     adv = jax.lax.stop_gradient(adv).reshape(b * k)
     flat_tok = smp.tokens.reshape(b * k, -1)
-    m = masks(smp.tokens, src, limits, cfg.nlimits).reshape(b * k, flat_tok.shape[1], V.VOCAB)
+    m = masks(smp.tokens, src, limits, nl).reshape(b * k, flat_tok.shape[1], V.VOCAB)
     src_k = jax.tree.map(lambda x: jnp.repeat(x, k, axis=0), src)
 
     def loss(p):
@@ -116,7 +122,7 @@ def main(argv=None) -> int:
 
     from jaxcc import lexer
     from jaxcc.neural import corpus, weights
-    from jaxcc.neural.train import TRAIN_LIMITS, export, prepare
+    from jaxcc.neural.train import TRAIN_LIMITS, cut, export, prepare, tier_of
 
     p = argparse.ArgumentParser(prog="python -m jaxcc.neural.finetune")
     p.add_argument("--weights", default=weights.DEFAULT)
@@ -143,9 +149,12 @@ def main(argv=None) -> int:
         )
         src = prepare(b["source"], b["length"], lim, cfg.nlimits)
         tokens, _ = jax.jit(lexer.lex, static_argnames="limits")(b["source"], b["length"], lim)
-        params, opt_state, m = rl_step(params, opt_state, tokens, src, jnp.asarray(b["target"]),
+        # cut to the shortest training shape that holds the batch (sampling budget too)
+        ts, to = tier_of(int(b["n_src"].max()), int(b["target_len"].max()), cfg)
+        src, target = cut(src, jnp.asarray(b["target"]), ts, to)
+        params, opt_state, m = rl_step(params, opt_state, tokens, src, target,
                                        jnp.asarray(b["target_len"]), jax.random.fold_in(key, step),
-                                       cfg, tx, ns.k, lim)  # fmt: skip
+                                       cfg, tx, ns.k, lim, nlimits=V.NeuralLimits(ts, to))  # fmt: skip
         m = {k: float(v) for k, v in m.items()}
         log.append({"step": step, "level": int(b["level"][0]), **m})
         print(step, {k: round(v, 4) for k, v in m.items()}, flush=True)
