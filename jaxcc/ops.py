@@ -1,12 +1,16 @@
 """The language's operators and builtins: one table, read by every stage that needs them.
 
 Each operator row (``OPERATORS``) gives the source spelling, the token kind (and the
-augmented-assignment token), the AST kind and sub-kind (``syntax.Node`` and the
-``BinOp``/``UnaryOp``/``CmpOp``/``BoolOp`` value), the node class of Python's ``ast``,
-the grammar rule alias, the opcode, the typing rule, the run-time checks and the int32
-semantic function. Each builtin row (``BUILTINS``) gives the reserved name (its index is
-its interned id, ``tokens.RESERVED_NAMES``), where it may appear, its arity, its argument
-types, its typing rule and its opcode.
+augmented-assignment token), the AST node it makes (its ``Group``; the op-field enums
+``BinOp``/``UnaryOp``/``CmpOp``/``BoolOp`` are built here from the rows, member names
+those of Python's ``ast`` classes), its grammar alternative and rule alias, the opcode,
+the typing rule, the run-time checks and the int32 semantic function. Each builtin row
+(``BUILTINS``) gives the reserved name (its index is its interned id,
+``tokens.RESERVED_NAMES``), where it may appear, its arity and arity message, its argument
+types, its typing rule, its opcode, checks and semantic function.
+
+tokens.py and syntax.py read this module, so it names token kinds and node kinds by
+string and looks them up only when asked (``Operator.tok``, ``Operator.node``).
 
 The semantic functions (``Operator.sem``, ``Builtin.sem``) are written once and run on
 Python ints (the reference side, the tests) and on ``jnp`` int32 arrays (elementwise): they
@@ -229,8 +233,6 @@ class Operator(NamedTuple):
     checks: tuple[Check, ...]  # in the order the machine tests them
     sem: Callable | None  # the int32 semantic function (None: control flow)
 
-    # Token kinds by name: tokens.py reads this module (the reserved names), so this
-    # module must not import tokens.py at load time.
     @property
     def sub(self) -> int:
         """The AST's op field (BinOp / UnaryOp / CmpOp / BoolOp member)."""
@@ -245,12 +247,14 @@ class Operator(NamedTuple):
 
     @property
     def tok(self):
+        """Its token kind (jaxcc.tokens.Tok)."""
         from jaxcc.tokens import Tok
 
         return Tok[self.tok_name]
 
     @property
     def aug_tok(self):
+        """Its augmented assignment's token kind, or None."""
         from jaxcc.tokens import Tok
 
         return None if self.aug_tok_name is None else Tok[self.aug_tok_name]
@@ -449,17 +453,22 @@ CALLABLE: tuple[str, ...] = tuple(b.name for b in BUILTINS if Place.CALL in b.pl
 
 
 class Semantics(NamedTuple):
-    arity: int
+    """What an arithmetic opcode does: operands popped, checks, value."""
+
+    arity: int  # operands (the semantic function's parameters)
     checks: tuple[Check, ...]
     sem: Callable
 
 
 def _by_opcode() -> dict[Op, Semantics]:
+    """The semantics of every row with an opcode and a semantic function, by opcode."""
     out: dict[Op, Semantics] = {}
     for r in (*OPERATORS, *BUILTINS):
         if r.opcode is not None and r.sem is not None:
-            arity = r.sem.__code__.co_argcount
-            out[r.opcode] = Semantics(arity, r.checks, r.sem)
+            sem = Semantics(r.sem.__code__.co_argcount, r.checks, r.sem)
+            # a builtin may share an operator's opcode (pow and **), not redefine it
+            assert out.get(r.opcode, sem) == sem, f"two semantics for {r.opcode.name}"
+            out[r.opcode] = sem
     return out
 
 
@@ -468,8 +477,9 @@ SEMANTICS: dict[Op, Semantics] = _by_opcode()
 
 def evaluate(op: Op, *args):
     """``(value, code, detail)`` of one arithmetic opcode on int32 operands (Python ints,
-    or int32 arrays elementwise): the first check that fires, in row order, else
-    Code.OK with the value (value is the semantic function's whatever a check fires)."""
+    or int32 arrays elementwise). code and detail are those of the first check that
+    fires, in row order, else Code.OK and 0; value is the semantic function's result
+    (meaningful only when code is OK)."""
     s = SEMANTICS[op]
     r = s.sem(*args)
     code, detail = Code.OK + 0 * r, 0 * r

@@ -150,10 +150,18 @@ def test_reference_interpreter_arithmetic_equals_table(op):
 # the table's own consistency
 
 
-def test_each_ast_sub_kind_has_exactly_one_row():
+def test_op_enums_are_the_rows():
+    """The op-field enums (built from the rows) keep the values the stored parse tables
+    and the flat AST use: append rows, never reorder."""
+    assert [m.name for m in syntax.BinOp] == ["Add", "Sub", "Mult", "FloorDiv", "Mod", "Pow",
+        "LShift", "RShift", "BitAnd", "BitOr", "BitXor"]  # fmt: skip
+    assert [m.name for m in syntax.UnaryOp] == ["USub", "UAdd", "Invert", "Not"]
+    assert [m.name for m in syntax.CmpOp] == ["Lt", "LtE", "Gt", "GtE", "Eq", "NotEq"]
+    assert [m.name for m in syntax.BoolOp] == ["And", "Or"]
     for node, enum_ in ((Node.BINOP, syntax.BinOp), (Node.UNARYOP, syntax.UnaryOp),
                         (Node.CMPOP, syntax.CmpOp), (Node.BOOLOP, syntax.BoolOp)):  # fmt: skip
         assert [r.sub for r in ops.rows(node)] == list(enum_), node
+        assert all(r.node == node for r in ops.rows(node))
     assert len({r.name for r in ops.OPERATORS}) == len(ops.OPERATORS)
 
 
