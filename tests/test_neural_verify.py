@@ -134,6 +134,14 @@ def test_probes(setup):
         assert (f1[:, 0] == v).any() and (f1[:, 1] == v).any(), v
     assert ((f1[:, 0] == 10) & (f1[:, 1] != 0)).any()  # the threshold with a nonzero b
     assert (np.abs(f1[-8:]) > 2).any()  # random probes follow
+    # with room for them, the int32 overflow edges each literal sets (x + 10, x - 10,
+    # x * 10, x * 20): a constant off by one moves them
+    wide = np.asarray(verify.make_probes(toks, ref.fn_nparams, jax.random.key(0), 128).args)
+    edges = (2**31 - 1 - 10, 2**31 - 10, -(2**31) + 10, -(2**31) + 9,
+             (2**31 - 1) // 10, (2**31 - 1) // 10 + 1, -(2**31) // 10, -(2**31) // 10 - 1,
+             (2**31 - 1) // 20 + 1)  # fmt: skip
+    for v in edges:
+        assert (wide[0, 1, :, 0] == v).any(), v
     # deterministic, and program 0's probes do not depend on program 1
     again = verify.make_probes(toks, ref.fn_nparams, jax.random.key(0), N_PROBES)
     assert np.array_equal(np.asarray(again.args), a)

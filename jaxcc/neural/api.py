@@ -56,17 +56,21 @@ def _take(cands: isa.Program, best):
     return jax.tree.map(lambda x: x[jnp.arange(b), idx], cands)
 
 
-@functools.partial(jax.jit, static_argnames=("cfg", "k", "nl", "vl", "n_probes", "greedy_first"))
+@functools.partial(
+    jax.jit, static_argnames=("cfg", "k", "nl", "vl", "n_probes", "greedy_first", "tier")
+)
 def choose(source, length, params, key, n_params, reference, temperature, top_p,
            cfg: Config, k: int, nl: Limits = NEURAL_LIMITS, vl: Limits = VERIFY_LIMITS,
-           n_probes: int = 32, greedy_first: bool = True) -> Chosen:  # fmt: skip
+           n_probes: int = 32, greedy_first: bool = True, tier=None) -> Chosen:  # fmt: skip
     """Sample, verify and choose, for a batch of padded sources (UInt8[B, N], N =
     nl.max_source_bytes). n_params: Int32[B, F] parameters per function (from the front
-    end); reference: an isa.Program [B, ...] at nl's shape for level 3, or None (level 2).
+    end); reference: an isa.Program [B, ...] at nl's shape for level 3, or None (level 2);
+    tier: the sampling budget (``sample.tier``), static; default the model's own.
     """
     ks, kp = jax.random.split(key)
     tokens, lex_err = lexer.lex(source, length, nl)
-    c = S.compile(tokens, params, ks, k, nl, temperature, top_p, greedy_first, cfg=cfg)
+    c = S.compile(tokens, params, ks, k, nl, temperature, top_p, greedy_first, cfg=cfg,
+                  nlimits=tier)  # fmt: skip
     probes = verify.make_probes(tokens, n_params, kp, n_probes)
     if reference is None:
         v = verify.cluster(c.program, probes, vl)
@@ -183,6 +187,7 @@ def compile_many(sources, limits: Limits, mode: str = "neural", k: int = 16,
                 nl,
                 VERIFY_LIMITS,
                 n_probes,
+                tier=_tier([data[j] for j in todo], cfg, nl),
             )  # fmt: skip
         )
         for r, j in enumerate(todo):
@@ -201,6 +206,13 @@ def compile_many(sources, limits: Limits, mode: str = "neural", k: int = 16,
     # the neural program's slots are numbered its own way: no local names
     debug = [d._replace(local_names=()) if used[j] else d for j, d in enumerate(debug)]
     return program, error, debug
+
+
+def _tier(sources, cfg: Config, nl: Limits):
+    """The smallest sampling budget that holds the longest of ``sources`` (host lexer)."""
+    from jaxcc.neural.evaluate import n_source_tokens
+
+    return S.tier(int(n_source_tokens(sources, nl).max()), cfg)
 
 
 def _hybrid_into(program, todo, data, cfg, params, k, temperature, top_p, seed, n_probes,
@@ -232,6 +244,7 @@ def _hybrid_into(program, todo, data, cfg, params, k, temperature, top_p, seed, 
             nl=nl,
             vl=VERIFY_LIMITS,
             n_probes=n_probes,
+            tier=_tier([data[j] for j in todo], cfg, nl),
         )  # fmt: skip
     )
     for r, j in enumerate(todo):

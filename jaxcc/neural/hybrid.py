@@ -198,15 +198,16 @@ def _slots(routed, m: int):
 
 
 def sample_each(tokens, params, keys, k: int, nl: Limits, temperature, top_p,
-                greedy_first: bool, cfg: Config):  # fmt: skip
+                greedy_first: bool, cfg: Config, tier=None):  # fmt: skip
     """k candidates per program: ``sample.compile`` on each program (Tokens [m, T]) with
     its own key (keys: [m]), vmapped over programs, so a program's candidates do not
     depend on its position in the batch. Returns (program [m, k, ...], ok Bool[m, k],
-    bound Int32[m])."""
+    bound Int32[m]). tier: the sampling budget (``sample.tier``; default the model's)."""
 
     def one(tok, key):
         tok1 = jax.tree.map(lambda x: x[None], tok)
-        c = S.compile(tok1, params, key, k, nl, temperature, top_p, greedy_first, cfg=cfg)
+        c = S.compile(tok1, params, key, k, nl, temperature, top_p, greedy_first, cfg=cfg,
+                      nlimits=tier)  # fmt: skip
         return jax.tree.map(lambda x: x[0], (c.program, c.ok, c.bound))
 
     return jax.vmap(one)(tokens, keys)
@@ -225,13 +226,14 @@ def sample_each(tokens, params, keys, k: int, nl: Limits, temperature, top_p,
         "greedy_first",
         "shrink",
         "propose",
+        "tier",
     ),
 )
 def hybrid_compile(source, length, params, router_params, threshold, key, temperature=0.8,
                    top_p=0.95, *, cfg: Config, k: int = 16, m: int = 16,
                    limits: Limits = NEURAL_LIMITS, nl: Limits = NEURAL_LIMITS,
                    vl: Limits = VERIFY_LIMITS, n_probes: int = 32, greedy_first: bool = True,
-                   shrink: int = verify.SHRINK, propose=None) -> Hybrid:  # fmt: skip
+                   shrink: int = verify.SHRINK, propose=None, tier=None) -> Hybrid:  # fmt: skip
     """Paper Algorithm 3 for a batch, on the device, in one jit (composable in yours).
 
     source: UInt8[B, N] padded sources (N = limits.max_source_bytes), length: Int32[B]
@@ -250,7 +252,10 @@ def hybrid_compile(source, length, params, router_params, threshold, key, temper
     -> (program [m, k, ...], ok Bool[m, k], bound Int32[m])`` that makes the candidates
     instead (tokens: the sub-batch's Tokens [m, T]; reference: its deterministic code at
     the verifier's widths; keys: one PRNG key per program): the tests inject the
-    deterministic code and mutations of it this way.
+    deterministic code and mutations of it this way. tier: the model's source/output
+    token budget (``sample.tier(n, cfg)`` for sources of at most n tokens; default the
+    model's own): a shorter one makes sampling several times cheaper, and a source over
+    it gets no candidate (FALLBACK).
 
     Returns ``Hybrid`` (see the module docstring for what is computed). Cost: the
     deterministic compiler on B programs plus k samples and k * (1 + (F - 1) * n_probes)
@@ -285,7 +290,7 @@ def hybrid_compile(source, length, params, router_params, threshold, key, temper
     ks = jax.vmap(lambda kk: jax.random.split(kk))(sub_keys)  # [m, 2] keys
     if propose is None:
         cands, ok, bound = sample_each(
-            sub_tokens, params, ks[:, 0], k, nl, temperature, top_p, greedy_first, cfg
+            sub_tokens, params, ks[:, 0], k, nl, temperature, top_p, greedy_first, cfg, tier
         )
     else:
         cands, ok, bound = propose(params, sub_tokens, ref, ks[:, 0])

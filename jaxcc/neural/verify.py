@@ -116,17 +116,31 @@ class Probes(NamedTuple):
 
 def _literal_pool(kind, value, n_tokens):
     """One program's literal probe values: each literal v, then v - 1, v + 1, then -v,
-    -v - 1, -v + 1 (each group in source order), without repeats and without values that
-    are already boundary probes. Returns (pool Int32[6 L], n_pool Int32[])."""
+    -v - 1, -v + 1 (each group in source order); then the int32 overflow edges that v
+    sets for ``x + v``, ``x - v`` and ``x * v``: INT_MAX - v and the value after it,
+    INT_MIN + v and the value before it, INT_MAX // v and INT_MIN // v (floor) and their
+    outer neighbours (v >= 2 only); without repeats and without values that are already
+    boundary probes. Returns (pool Int32[14 L], n_pool Int32[]).
+
+    Why the edges: a candidate whose constant is off by one agrees with the reference on
+    every input except those where one of them overflows; on the GPU, 33 of 2,604
+    accepted candidates were wrong on further inputs before these probes existed
+    (docs/neural.md section 9)."""
     t = kind.shape[0]
     n_lits = min(MAX_LITS, t)
     is_num = (jnp.arange(t) < n_tokens) & (kind == Tok.NUMBER)
     order = jnp.argsort(~is_num, stable=True)[:n_lits]  # NUMBER tokens first, in order
     lits = jnp.asarray(value, jnp.int32)[order]
     ok = jnp.arange(n_lits) < jnp.sum(is_num)
+    big, small = jnp.int32(INT_MAX), jnp.int32(INT_MIN)
+    div = jnp.maximum(lits, 2)
     # int32 arithmetic wraps: INT_MAX + 1 is INT_MIN, a boundary value anyway
-    pool = jnp.concatenate([lits, lits - 1, lits + 1, -lits, -lits - 1, -lits + 1])
-    ok = jnp.tile(ok, 6)
+    groups = [lits, lits - 1, lits + 1, -lits, -lits - 1, -lits + 1,
+              big - lits, big - lits + 1, small + lits, small + lits - 1,
+              big // div, big // div + 1, small // div, small // div - 1]  # fmt: skip
+    pool = jnp.concatenate(groups)
+    multiplier = lits >= 2
+    ok = jnp.concatenate([ok] * 10 + [ok & multiplier] * 4)
     n = pool.shape[0]
     earlier = jnp.arange(n)[None, :] < jnp.arange(n)[:, None]
     repeat = jnp.any((pool[:, None] == pool[None, :]) & earlier & ok[None, :], axis=1)
@@ -159,13 +173,15 @@ def _program_probes(kind, value, n_tokens, n_params, key, n_probes: int):
     a = jnp.arange(V.MAX_PARAMS)[None, :]
     boundary = jnp.asarray(BOUNDARY, jnp.int32)[(p + a) % n_b]
     pool, n_pool = _literal_pool(kind, value, n_tokens)
-    q = p - n_b  # index within the literal section
-    lit = pool[jnp.clip((q + a) % jnp.maximum(n_pool, 1), 0, pool.shape[0] - 1)]
-    fixed = jnp.where(p < n_b, boundary, lit)
     # at least a quarter of the probes stay random, so a program with many literals still
     # gets random probes (wrong mutants chosen in the property test: 6 -> 3 of 2,002
-    # programs, docs/neural.md section 7)
-    is_fixed = p < n_b + jnp.minimum(n_pool, max(n_probes - n_b - n_probes // 4, 0))
+    # programs, docs/neural.md section 7); the pool's first m values are used, each in
+    # every argument position (pool order: literals and neighbours before overflow edges)
+    m = jnp.minimum(n_pool, max(n_probes - n_b - n_probes // 4, 0))
+    q = p - n_b  # index within the literal section
+    lit = pool[jnp.clip((q + a) % jnp.maximum(m, 1), 0, pool.shape[0] - 1)]
+    fixed = jnp.where(p < n_b, boundary, lit)
+    is_fixed = p < n_b + m
     n_f = n_params.shape[0]
     keys = jax.vmap(lambda f: jax.random.fold_in(key, f))(jnp.arange(n_f))
     rnd = jax.vmap(lambda k: _random(k, n_probes))(keys)  # [F, P, A]
