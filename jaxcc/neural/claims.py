@@ -485,7 +485,14 @@ def learned_code(j: Judged, good: np.ndarray) -> dict:
 
 
 def plots(out_dir: str, results: dict) -> list[str]:
-    import matplotlib
+    """The PNG plots (``p_success.png``, ``throughput.png``); none, with a note, where
+    matplotlib is not installed (it is the ``bench`` and ``train`` extras', not a
+    dependency of jaxcc)."""
+    try:
+        import matplotlib
+    except ImportError:
+        print("plots: matplotlib is not importable; skipping the PNG plots")
+        return []
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
