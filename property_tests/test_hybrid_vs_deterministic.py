@@ -33,7 +33,6 @@ import os
 import jax
 import jax.numpy as jnp
 import numpy as np
-from hypothesis import HealthCheck, Phase, given, settings
 
 from jaxcc import isa, lexer
 from jaxcc.errors import Code
@@ -46,6 +45,7 @@ from jaxcc.reference.compiler import compile_source
 from jaxcc.reference.host_lex import host_lex_many
 from jaxcc.reference.interp import run_program
 from jaxcc.testing import near_misses, programs
+from property_tests.test_pipeline_vs_reference import collect
 
 SLOW = os.environ.get("JAXCC_SLOW") == "1"
 SCALE = 10 if SLOW else 1
@@ -139,20 +139,6 @@ def fresh_inputs(p: isa.Program, seed: int) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------- collecting
-
-
-def collect(strategy, n: int) -> list:
-    """n examples of a strategy (derandomized unless --slow), drawn outside any jit."""
-    out = []
-
-    @settings(max_examples=n, derandomize=not SLOW, database=None, deadline=None,
-              phases=[Phase.generate], suppress_health_check=list(HealthCheck))  # fmt: skip
-    @given(strategy)
-    def grab(x):
-        out.append(x)
-
-    grab()
-    return out
 
 
 def _stack(progs):

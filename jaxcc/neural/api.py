@@ -210,9 +210,7 @@ def compile_many(sources, limits: Limits, mode: str = "neural", k: int = 16,
 
 def _tier(sources, cfg: Config, nl: Limits):
     """The smallest sampling budget that holds the longest of ``sources`` (host lexer)."""
-    from jaxcc.neural.evaluate import n_source_tokens
-
-    return S.tier(int(n_source_tokens(sources, nl).max()), cfg)
+    return S.tier(int(S.n_source_tokens(sources, nl).max()), cfg)
 
 
 def _hybrid_into(program, todo, data, cfg, params, k, temperature, top_p, seed, n_probes,

@@ -54,25 +54,12 @@ def reference_programs(sources, nl):
     return stacked, np.array(ok)
 
 
-def n_source_tokens(sources, limits) -> np.ndarray:
-    """Int[len]: tokens the model reads per source (COMMENT and NL dropped; host lexer)."""
-    from jaxcc.reference.host_lex import host_lex
-    from jaxcc.tokens import Tok
-
-    out = []
-    for s in sources:
-        t, _ = host_lex(s, limits)
-        kind = np.asarray(t.kind)[: int(t.n_tokens)]
-        out.append(int(np.sum((kind != Tok.COMMENT) & (kind != Tok.NL))))
-    return np.array(out)
-
-
 def judge(sources, cfg, params, key, k, temperature, greedy_first, n_probes, nl, vl, batch=64):
     """Bool[len, k]: which of k samples per source behave as the reference; and timing.
     Each batch samples at the smallest budget that holds its longest source
     (``sample.tier``)."""
     ref, ok = reference_programs(sources, nl)
-    n_src = n_source_tokens(sources, nl)
+    n_src = S.n_source_tokens(sources, nl)
     out = np.zeros((len(sources), k), bool)
     t_sample = 0.0
     for i in range(0, len(sources), batch):
@@ -116,7 +103,7 @@ def throughput(cfg, params, sources, nl, ks=(16, 256, 1000), budget_s: float = 6
     """Candidates per second (sampling + assembly) at each k, one program batch per k."""
     rows = []
     t_end = time.time() + budget_s
-    tier = S.tier(int(n_source_tokens(sources, nl).max()), cfg)
+    tier = S.tier(int(S.n_source_tokens(sources, nl).max()), cfg)
     for k in ks:
         b = max(1, min(64, 4096 // k))
         src, length = lexer.encode((sources * b)[:b], nl)

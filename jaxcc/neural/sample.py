@@ -20,6 +20,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import nnx
 from jax import lax
 
@@ -164,3 +165,16 @@ def tier(n_src: int, cfg: Config) -> V.NeuralLimits:
             if n_src <= s and s <= cfg.max_src and o <= cfg.max_out:
                 return V.NeuralLimits(s, o)
     return cfg.nlimits
+
+
+def n_source_tokens(sources, limits) -> np.ndarray:
+    """Host: Int[len]: tokens the model reads per source (COMMENT and NL dropped; host lexer)."""
+    from jaxcc.reference.host_lex import host_lex
+    from jaxcc.tokens import Tok
+
+    out = []
+    for s in sources:
+        t, _ = host_lex(s, limits)
+        kind = np.asarray(t.kind)[: int(t.n_tokens)]
+        out.append(int(np.sum((kind != Tok.COMMENT) & (kind != Tok.NL))))
+    return np.array(out)
