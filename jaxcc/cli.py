@@ -10,18 +10,23 @@ Implementations are chosen through two small registries (name -> callable):
 
 Backends are imported only when asked for; an error while importing one propagates.
 
-All files given to ``run`` are compiled as one batch and run as one batch.
+All files given to ``run`` are compiled as one batch and run as one batch. The ``jax`` VM
+runs it in slices (jaxcc.driver): each file's result is printed as soon as it and every
+file before it have finished (input order), ``--timeout`` stops programs still running
+after that many seconds of run time with TimeoutError, and Ctrl-C stops the run between
+slices, prints what finished and exits with 130. Other VMs run the batch in one call.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import importlib
 import json
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -32,6 +37,11 @@ from jaxcc.limits import CLI, Limits
 
 DEFAULT_COMPILER = "jax"
 DEFAULT_VM = "jax"
+# `jaxcc run --timeout`: seconds of run time (compiles not counted) for the whole batch.
+# On the 2-core CPU every examples/*.py finishes in ~13-16 s of run time as one batch
+# (bits.py's 1.8M steps are the longest), and `while True: pass` then ends after
+# 20 s + ~5 s of start-up and compile: docs/vm.md ("Budgets").
+DEFAULT_TIMEOUT = 20.0
 
 
 def _reference_compile_many(sources, limits):
@@ -162,8 +172,11 @@ def build_parser() -> argparse.ArgumentParser:
         "run",
         help="compile and run files, printing what each prints",
         description="Compile and run each FILE (all in one batch) and print what it prints. "
+        "Each file's output is printed as soon as it has finished, in the order the files "
+        "are given (a file that finishes early waits for the files before it). "
         "Errors are printed to stderr as CPython would print them. Exit status 1 if any "
-        "file failed to compile or raised an error, else 0.",
+        "file failed to compile or raised an error, else 0; Ctrl-C stops the run, prints "
+        "what finished and exits with 130.",
     )
     run.add_argument("files", nargs="+", metavar="FILE", help="source files of the subset")
     run.add_argument(
@@ -187,6 +200,15 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="INT",
         help="integer arguments for --entry; put them after FILE, e.g. "
         "'jaxcc run f.py --entry gcd --args 12 18'",
+    )
+    run.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT,
+        metavar="SECONDS",
+        help="wall-clock limit on running the programs (the whole batch; compiling is not "
+        "counted): programs still running then stop with TimeoutError; 0 for no limit "
+        f"(default {DEFAULT_TIMEOUT:g}; --vm jax only)",
     )
     run.add_argument(
         "--trace",
@@ -240,6 +262,7 @@ class _FileResult:
         self.error: fmt.ErrorText | None = None
         self.error_text = ""  # CPython-like, for stderr
         self.result: str | None = None  # --entry's printed result
+        self.done = False  # final (False: the run was interrupted before it finished)
 
     def fail(self, err: fmt.ErrorText, text: str) -> None:
         self.error, self.error_text = err, text
@@ -290,6 +313,61 @@ def _result_text(value: int, rettype: int) -> str | None:
     return str(int(value))
 
 
+def _lane_error(r: _FileResult, lane, src: str, dbg, prog, limits: Limits, expired: bool,
+                timeout: float | None) -> None:  # fmt: skip
+    """Record a lane's run-time error on r; a TimeoutError names the limit that ended it
+    (--max-steps, or --timeout when ``expired``) and how to raise it."""
+    err = fmt.describe(lane, src, dbg, prog)
+    text = fmt.format_error(lane, src, r.path, dbg, prog)
+    if int(lane.status) == Code.TIMEOUT:
+        if expired:
+            msg = (f"still running after {timeout:g} s of run time (limit --timeout {timeout:g}; "
+                   "raise it with --timeout SECONDS, or 0 for no limit)")  # fmt: skip
+        else:
+            msg = (f"step budget exhausted (limit --max-steps {limits.max_steps} "
+                   "instructions; raise it with --max-steps N)")  # fmt: skip
+        err = err._replace(message=msg)
+        lines = text.splitlines()
+        lines[-1] = f"{err.type}: {msg}"
+        text = "\n".join(lines) + "\n"
+    r.fail(err, text)
+
+
+def _run_lanes(vm: str, run: Callable, program, limits: Limits, entry, args, budget,
+               timeout: float | None, stop, info: dict) -> Iterator[tuple[int, object, bool]]:  # fmt: skip
+    """(lane, its RunResult as numpy, expired) for every lane of a batch, as each finishes.
+
+    The jax VM runs through jaxcc.driver: in slices, lanes reported as they stop, the
+    wall-clock ``timeout`` (compiles not counted), ``stop`` polled between slices (lanes
+    not finished then are never reported); ``info["run_s"]`` gets the run time it used.
+    Another VM (``run``) runs the batch in one call.
+    """
+    if vm not in SLICED_VMS:
+        res = _to_numpy(run(program, limits, entry, args))
+        for j in range(np.shape(res.status)[0]):
+            yield j, _lane(res, j), False
+        return
+    from jaxcc import driver
+    from jaxcc import vm as jvm
+
+    state = jvm.start(program, limits, entry, args, budget)
+    d = driver.Driver(state, limits, timeout=timeout, should_stop=stop, ratio=CLI_RATIO)
+    with stop.armed() if isinstance(stop, driver.Interrupt) else contextlib.nullcontext():
+        for done in d:
+            for k, j in enumerate(done.lanes):
+                yield int(j), _lane(done.result, k), bool(done.expired[k])
+    info["run_s"] = d.stats().run_s
+
+
+# VMs run in slices by jaxcc.driver (results as they finish, --timeout, Ctrl-C between
+# slices); any other VM runs its batch in one call.
+SLICED_VMS = frozenset({"jax"})
+# Compaction tiers for the CLI's small batches: halving (11 files: 11, 4, 2, 1 lanes).
+# On the 2-core CPU a lane-step costs ~2x less at 1 lane than at 11, and the examples
+# batch ran in 12 s instead of 15.5 s with tiers a factor 2 apart instead of 8.
+CLI_RATIO = 2
+
+
 def run_files(
     paths: Sequence[str],
     limits: Limits = CLI,
@@ -299,11 +377,22 @@ def run_files(
     args: Sequence[int] = (),
     trace=None,
     neural: dict | None = None,
+    *,
+    timeout: float | None = None,
+    on_result: Callable[[int, _FileResult], None] | None = None,
+    stop: Callable[[], bool] | None = None,
 ) -> list[_FileResult]:
     """Compile and run the files as one batch; the per-file results (no printing).
 
     ``trace``: a file to write an instruction trace to (``--vm python`` only).
     ``neural``: options of the neural/hybrid compilers (k, temperature, seed).
+    ``timeout``: wall-clock seconds of run time (compiles not counted) for the whole
+    batch, module bodies and --entry calls together; programs still running then stop
+    with TimeoutError (None: no limit; the jax VM only).
+    ``on_result(i, result)``: called once per file, as soon as file i's result is final
+    (its program stopped, or it failed to read or compile), in completion order.
+    ``stop``: polled between slices (a ``driver.Interrupt`` makes Ctrl-C such a stop);
+    when true the run ends there and the files not finished keep ``done`` False.
     """
     compile_many = _backend("compiler", compiler, functools.partial(compilers, **(neural or {})))
     run = _backend("vm", vm, vms)
@@ -312,6 +401,12 @@ def run_files(
             raise SystemExit("jaxcc: --trace needs --vm python")
         run = _tracing_run(trace)
     results = [_FileResult(p) for p in paths]
+
+    def final(i: int) -> None:
+        results[i].done = True
+        if on_result is not None:
+            on_result(i, results[i])
+
     sources: list[str] = []
     readable: list[int] = []
     for i, p in enumerate(paths):
@@ -322,46 +417,59 @@ def run_files(
             msg = f"[Errno {e.errno}] {e.strerror}" if e.errno else str(e)
             err = fmt.ErrorText(type(e).__name__, f"can't open file {p!r}: {msg}", 0, -1, "", False)
             results[i].fail(err, f"jaxcc: can't open file {p!r}: {msg}\n")
+            final(i)
     if not readable:
         return results
 
     program, error, debug = compile_many(sources, limits)
     program, error = _to_numpy(program), _to_numpy(error)
-    res = _to_numpy(run(program, limits, None, None))
-
+    compiled = np.asarray(error.code) == Code.OK
     for j, i in enumerate(readable):
-        r, src, dbg = results[i], sources[j], debug[j] if debug is not None else None
-        err = _lane(error, j)
-        if int(err.code) != Code.OK:
-            r.fail(fmt.describe(err, src, dbg), fmt.format_error(err, src, r.path, dbg))
+        if not compiled[j]:
+            dbg = debug[j] if debug is not None else None
+            err = _lane(error, j)
+            results[i].fail(fmt.describe(err, sources[j], dbg),
+                            fmt.format_error(err, sources[j], results[i].path, dbg))  # fmt: skip
+            final(i)
+    if not compiled.any():
+        return results
+
+    # the module bodies (a lane that did not compile gets no steps)
+    budget = np.where(compiled, limits.max_steps, 0).astype(np.int32)
+    waiting: list[int] = []  # lanes whose module body returned, for --entry
+    info = {"run_s": 0.0}
+    lanes = _run_lanes(vm, run, program, limits, None, None, budget, timeout, stop, info)
+    for j, lane, expired in lanes:
+        if not compiled[j]:
             continue
-        lane = _lane(res, j)
+        i = readable[j]
+        r, dbg = results[i], debug[j] if debug is not None else None
         r.stdout = _stdout(lane)
         if int(lane.status) != Code.OK:
-            prog = _lane(program, j)
-            r.fail(
-                fmt.describe(lane, src, dbg, prog),
-                fmt.format_error(lane, src, r.path, dbg, prog),
-            )
-
-    if entry is None:
+            _lane_error(r, lane, sources[j], dbg, _lane(program, j), limits, expired, timeout)
+        elif entry is not None:
+            waiting.append(j)
+            continue
+        final(i)
+    if entry is None or not waiting or (stop is not None and stop()):
         return results
 
     # --entry: a second batch, each file's function `entry` called with `args`
     calls: list[tuple[int, int, int]] = []  # (result index, batch lane, function id)
-    for j, i in enumerate(readable):
+    for j in sorted(waiting):
+        i = readable[j]
         r = results[i]
-        if r.error is not None:
-            continue
         fid = fmt.function_id(debug[j] if debug is not None else None, entry)
         if fid is None or fid >= int(program.n_funcs[j]):
             e = fmt.ErrorText("NameError", f"name '{entry}' is not defined", 0, -1, "", False)
             r.fail(e, f"NameError: name '{entry}' is not defined\n")
+            final(i)
             continue
         nparams = int(program.fn_nparams[j, fid])
         if nparams != len(args):
             msg = f"{entry}() takes {nparams} positional arguments but {len(args)} were given"
             r.fail(fmt.ErrorText("TypeError", msg, 0, -1, entry, True), f"TypeError: {msg}\n")
+            final(i)
             continue
         calls.append((i, j, fid))
     if not calls:
@@ -371,42 +479,90 @@ def run_files(
     entries = np.array([fid for _, _, fid in calls], np.int32)
     arg_arr = np.array([list(args)] * len(calls), np.int64).reshape(len(calls), len(args))
     arg_arr = arg_arr.astype(np.int32)  # argparse ints outside int32 wrap, as int32 does
-    res2 = _to_numpy(run(sub, limits, entries, arg_arr))
-    for k, (i, j, fid) in enumerate(calls):
-        r, src = results[i], sources[readable.index(i)]
+    left = None if timeout is None else max(0.0, timeout - info["run_s"])
+    budget2 = np.full(len(calls), limits.max_steps, np.int32)
+    lanes2 = _run_lanes(vm, run, sub, limits, entries, arg_arr, budget2, left, stop, info)
+    for k, lane, expired in lanes2:
+        i, j, fid = calls[k]
+        r, src = results[i], sources[j]
         dbg = debug[j] if debug is not None else None
-        lane = _lane(res2, k)
         r.stdout += _stdout(lane)
         if int(lane.status) != Code.OK:
-            prog = _lane(program, j)
-            r.fail(
-                fmt.describe(lane, src, dbg, prog),
-                fmt.format_error(lane, src, r.path, dbg, prog),
-            )
-            continue
-        text = _result_text(int(lane.result), int(program.fn_rettype[j, fid]))
-        if text is not None:
-            r.result = text
-            r.stdout += text + "\n"
+            _lane_error(r, lane, src, dbg, _lane(program, j), limits, expired, timeout)
+        else:
+            text = _result_text(int(lane.result), int(program.fn_rettype[j, fid]))
+            if text is not None:
+                r.result = text
+                r.stdout += text + "\n"
+        final(i)
     return results
+
+
+class _Printer:
+    """Prints each file's result in input order as soon as it and every file before it
+    are final (a later file that finishes first is held back)."""
+
+    def __init__(self, n: int, as_json: bool):
+        self.ready: list[_FileResult | None] = [None] * n
+        self.printed = [False] * n
+        self.next = 0
+        self.as_json = as_json
+
+    def __call__(self, i: int, r: _FileResult) -> None:
+        self.ready[i] = r
+        while self.next < len(self.ready) and self.ready[self.next] is not None:
+            self._print(self.next)
+            self.next += 1
+
+    def flush(self) -> list[int]:
+        """Print every final result not printed yet (in input order); the files that are
+        not final."""
+        for i, r in enumerate(self.ready):
+            if r is not None and not self.printed[i]:
+                self._print(i)
+        return [i for i, r in enumerate(self.ready) if r is None]
+
+    def _print(self, i: int) -> None:
+        r = self.ready[i]
+        self.printed[i] = True
+        if self.as_json:
+            print(r.to_json(), flush=True)
+            return
+        sys.stdout.write(r.stdout)
+        sys.stdout.flush()
+        if r.error is not None:
+            sys.stderr.write(r.error_text)
+            sys.stderr.flush()
 
 
 def _cmd_run(ns: argparse.Namespace) -> int:
     for a in ns.args:
         if not -(2**31) <= a < 2**31:
             raise SystemExit(f"jaxcc: --args value {a} does not fit in 32 bits")
+    if not ns.timeout >= 0:
+        raise SystemExit(f"jaxcc: --timeout must be >= 0 (0: no limit): {ns.timeout}")
+    from jaxcc.driver import Interrupt
+
     trace = sys.stderr if ns.trace else None
     neural = {"k": ns.samples, "temperature": ns.temperature, "seed": ns.seed}
-    results = run_files(ns.files, _limits(ns), ns.compiler, ns.vm, ns.entry, ns.args, trace, neural)
-    for r in results:
-        if ns.json:
-            print(r.to_json(), flush=True)
-            continue
-        sys.stdout.write(r.stdout)
-        sys.stdout.flush()
-        if r.error is not None:
-            sys.stderr.write(r.error_text)
-            sys.stderr.flush()
+    printer = _Printer(len(ns.files), ns.json)
+    stop = Interrupt()
+    results = None
+    try:
+        with stop.installed():
+            results = run_files(ns.files, _limits(ns), ns.compiler, ns.vm, ns.entry, ns.args,
+                                trace, neural, timeout=ns.timeout or None, on_result=printer,
+                                stop=stop)  # fmt: skip
+    except KeyboardInterrupt:
+        pass
+    if results is None or not all(r.done for r in results):
+        # Ctrl-C: what finished is printed, then the exit status of Python's SIGINT
+        pending = printer.flush()
+        names = ", ".join(ns.files[i] for i in pending)
+        sys.stderr.write(f"KeyboardInterrupt (not finished: {names})\n")
+        sys.stderr.flush()
+        return 130
+    printer.flush()
     return int(any(r.error is not None for r in results))
 
 

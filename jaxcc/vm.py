@@ -39,6 +39,7 @@ Design (why it looks like this):
 from __future__ import annotations
 
 import functools
+import math
 import os
 from typing import NamedTuple
 
@@ -849,6 +850,24 @@ def run_batch(
     )
 
 
+def _batch_inputs(program: isa.Program, limits: Limits, entry, args, budget):
+    """run's arguments as run_batch takes them: (program, entry Int32[B], args Int32[B, A],
+    budget Int32[B], unbatched)."""
+    unbatched = np.ndim(program.op) == 1
+    if unbatched:
+        program = jax.tree.map(lambda x: jnp.asarray(x)[None], program)
+        entry = None if entry is None else jnp.reshape(_i32(entry), (1,))
+        args = None if args is None else _i32(args)[None]
+        budget = None if budget is None else jnp.reshape(_i32(budget), (1,))
+    b = np.shape(program.op)[0]
+    entry = jnp.broadcast_to(_i32(0 if entry is None else entry), (b,))
+    args = jnp.zeros((b, 0), jnp.int32) if args is None else _i32(args)
+    if args.ndim == 1:  # the same arguments for every lane
+        args = jnp.broadcast_to(args, (b, args.shape[0]))
+    budget = jnp.broadcast_to(_i32(limits.max_steps if budget is None else budget), (b,))
+    return program, entry, args, budget, unbatched
+
+
 def run(
     program: isa.Program,
     limits: Limits = DEFAULT,
@@ -876,18 +895,7 @@ def run(
     shrink: how many times the lockstep array may halve as lanes stop (0: never); see
         _run_lanes. None of these three knobs changes any result.
     """
-    unbatched = np.ndim(program.op) == 1
-    if unbatched:
-        program = jax.tree.map(lambda x: jnp.asarray(x)[None], program)
-        entry = None if entry is None else jnp.reshape(_i32(entry), (1,))
-        args = None if args is None else _i32(args)[None]
-        budget = None if budget is None else jnp.reshape(_i32(budget), (1,))
-    b = np.shape(program.op)[0]
-    entry = jnp.broadcast_to(_i32(0 if entry is None else entry), (b,))
-    args = jnp.zeros((b, 0), jnp.int32) if args is None else _i32(args)
-    if args.ndim == 1:  # the same arguments for every lane
-        args = jnp.broadcast_to(args, (b, args.shape[0]))
-    budget = jnp.broadcast_to(_i32(limits.max_steps if budget is None else budget), (b,))
+    program, entry, args, budget, unbatched = _batch_inputs(program, limits, entry, args, budget)
     res = run_batch(program, entry, args, budget, limits, inner_steps, unroll, shrink)
     if unbatched:
         res = jax.tree.map(lambda x: x[0], res)
@@ -926,12 +934,142 @@ def run_tests(
     else:
         budget_l = jnp.reshape(jnp.broadcast_to(_i32(budget), (b, k)), (n,))
     res = _run_lanes(t, pid, entry_l, args_l, budget_l, limits, inner_steps, unroll, shrink)
+    return case_verdicts(res, expected, b, k)
+
+
+def case_verdicts(res: isa.RunResult, expected, b: int, k: int):
+    """run_tests' (passed Bool[B], per_case Int32[B, K]) from the RunResult of its B * K
+    lanes (lane b * K + k is case k of program b) and expected Int32[B, K]."""
     status = jnp.reshape(res.status, (b, k))
     got = jnp.reshape(res.result, (b, k))
     ok = status == Code.OK
     per_case = jnp.where(ok & (got != _i32(expected)), WRONG_RESULT, status)
     per_case = _i32(per_case)
     return jnp.all(per_case == Code.OK, axis=1), per_case
+
+
+# ----------------------------------------------------------------------------------------
+# resumable runs: the state between slices (the host driver, jaxcc.driver, repeats these)
+
+
+class State(NamedTuple):
+    """A batch of lanes that can be resumed: the programs' tables (shared, never changed)
+    and every lane's packed state. Lane l runs program ``lanes.pid[l]``, so the lanes can
+    be any subset or reordering of a batch (the driver's compaction gathers them)."""
+
+    tables: Tables
+    lanes: Packed  # Packed with a leading lane axis L
+
+
+def _start_lanes(t: Tables, limits: Limits, pid, entry, args, budget) -> Packed:
+    lay = layout(limits)
+    return jax.vmap(lambda *a: _pack(_init(t, lay, limits, *a)))(pid, entry, args, budget)
+
+
+@functools.partial(jax.jit, static_argnames=("limits",))
+def _start(program: isa.Program, entry, args, budget, limits: Limits) -> State:
+    t = _tables(program)
+    pid = jnp.arange(t.code.shape[0], dtype=jnp.int32)
+    return State(t, _start_lanes(t, limits, pid, _i32(entry), _i32(args), _i32(budget)))
+
+
+def start(
+    program: isa.Program, limits: Limits = DEFAULT, entry=None, args=None, budget=None
+) -> State:
+    """The state of ``run(program, limits, entry, args, budget)`` before its first step
+    (same arguments and defaults; an unbatched program gives a state of one lane)."""
+    program, entry, args, budget, _ = _batch_inputs(program, limits, entry, args, budget)
+    return _start(program, entry, args, budget, limits)
+
+
+@functools.partial(jax.jit, static_argnames=("limits",))
+def start_tests(program: isa.Program, entry, args, limits: Limits = DEFAULT, budget=None) -> State:
+    """The state of ``run_tests(program, entry, args, expected, limits, budget)`` before
+    its first step: B * K lanes, lane b * K + k runs case k of program b."""
+    t = _tables(program)
+    b, k = args.shape[0], args.shape[1]
+    n = b * k
+    pid = jnp.arange(n, dtype=jnp.int32) // k
+    entry_l = jnp.repeat(jnp.broadcast_to(_i32(entry), (b,)), k)
+    args_l = jnp.reshape(_i32(args), (n, args.shape[2]))
+    if budget is None:
+        budget_l = jnp.full((n,), limits.max_steps, jnp.int32)
+    else:
+        budget_l = jnp.reshape(jnp.broadcast_to(_i32(budget), (b, k)), (n,))
+    return State(t, _start_lanes(t, limits, pid, entry_l, args_l, budget_l))
+
+
+@functools.partial(
+    jax.jit, static_argnames=("limits", "inner_steps", "unroll"), donate_argnames=("lanes",)
+)
+def _advance(t: Tables, lanes: Packed, chunks, limits: Limits, inner_steps: int, unroll: int):
+    lay = layout(limits)
+    vstep = jax.vmap(lambda p: _pack(_step(t, lay, limits, _unpack(p))))
+
+    def cond(c):
+        i, s = c
+        return (i < chunks) & jnp.any(s.regs[:, _STATUS] == Code.RUNNING)
+
+    def body(c):
+        i, s = c
+        return i + 1, lax.fori_loop(0, inner_steps, lambda _, x: vstep(x), s, unroll=unroll)
+
+    return lax.while_loop(cond, body, (_i32(0), lanes))[1]
+
+
+def advance(
+    state: State,
+    limits: Limits = DEFAULT,
+    steps: int | None = None,
+    *,
+    inner_steps: int = 16,
+    unroll: int = 1,
+) -> State:
+    """Every running lane of ``state`` makes at most ``steps`` more steps (None: until
+    every lane has stopped, i.e. the rest of ``run`` in one call).
+
+    Inside, a fixed-count loop of ``inner_steps`` steps (gcd(steps, inner_steps) when
+    steps is not a multiple) repeats ``steps / inner_steps`` times or until no lane is
+    running (checked between those loops, as in ``run``). ``steps`` is a traced value, so
+    changing it does not recompile. Stopped lanes never change, so any sequence of
+    advances ends in exactly the state one ``run`` ends in. The lanes of ``state`` are
+    donated: use the returned state, not the one passed in.
+    """
+    if steps is None:
+        chunks = INT_MAX
+    else:
+        if steps < 0:
+            raise ValueError(f"steps must be >= 0: {steps}")
+        inner_steps = math.gcd(steps, inner_steps)
+        chunks = steps // inner_steps
+    lanes = _advance(state.tables, state.lanes, np.int32(chunks), limits, inner_steps, unroll)
+    return State(state.tables, lanes)
+
+
+@functools.partial(jax.jit, static_argnames=("limits",))
+def finish(state: State, limits: Limits = DEFAULT) -> isa.RunResult:
+    """The RunResult of every lane of ``state`` (status RUNNING for lanes still running)."""
+    lay = layout(limits)
+    return jax.vmap(lambda p: _finish(state.tables, lay, limits, _unpack(p)))(state.lanes)
+
+
+def status(state: State):
+    """Int32[L]: every lane's status (Code.RUNNING while it runs)."""
+    return state.lanes.regs[:, _STATUS]
+
+
+@functools.partial(jax.jit, donate_argnames=("lanes",))
+def _expire(lanes: Packed) -> Packed:
+    regs = lanes.regs
+    st = regs[:, _STATUS]
+    regs = regs.at[:, _STATUS].set(jnp.where(st == Code.RUNNING, _i32(Code.TIMEOUT), st))
+    return lanes._replace(regs=regs)
+
+
+def expire(state: State) -> State:
+    """Every lane still running stops with TimeoutError where it is (a wall-clock limit:
+    its ``steps`` stays below its budget). Donates ``state``'s lanes."""
+    return State(state.tables, _expire(state.lanes))
 
 
 class Trace(NamedTuple):
