@@ -21,7 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxcc import compiler, isa, lexer, vm
+from jaxcc import compiler, driver, isa, lexer, vm
 from jaxcc.errors import Code, Error
 from jaxcc.limits import DEFAULT, Limits
 
@@ -66,12 +66,23 @@ def evaluate(source, length, cases: Cases, limits: Limits = DEFAULT) -> Evaluati
                           WRONG_ANSWER if any(r.value != expected for r in results) else PASS)
     """
     program, error = compiler.compile_arrays(source, length, limits)
-    compiled = error.code == Code.OK
-    # Lanes of programs that failed to compile, and unused cases, get no steps at all.
-    budget = jnp.where(compiled[:, None] & cases.valid, jnp.int32(limits.max_steps), jnp.int32(0))
+    budget = _budget(error, cases, limits)
     _, per_case = vm.run_tests(
         program, cases.entry, cases.args, cases.expected, limits, budget=budget
     )
+    return _judge(program, error, per_case, cases)
+
+
+def _budget(error: Error, cases: Cases, limits: Limits):
+    """Int32[B, K]: lanes of programs that failed to compile, and unused cases, get no
+    steps at all."""
+    compiled = error.code == Code.OK
+    return jnp.where(compiled[:, None] & cases.valid, jnp.int32(limits.max_steps), jnp.int32(0))
+
+
+def _judge(program: isa.Program, error: Error, per_case, cases: Cases) -> Evaluation:
+    """The Evaluation from the compile errors and run_tests' per_case codes."""
+    compiled = error.code == Code.OK
     per_case = jnp.where(cases.valid, per_case, jnp.int32(Code.OK))
     per_case = jnp.where(compiled[:, None], per_case, error.code[:, None])
     ok = per_case == Code.OK
@@ -107,7 +118,22 @@ def make_cases(tests, n_args: int | None = None, n_cases: int | None = None) -> 
     return Cases(entry, args, expected, valid)
 
 
-def evaluate_sources(sources, tests, limits: Limits = DEFAULT) -> Evaluation:
-    """Host convenience: encode sources, build cases, evaluate, fetch the result."""
+def evaluate_sources(
+    sources, tests, limits: Limits = DEFAULT, *, timeout: float | None = None, **options
+) -> Evaluation:
+    """Host convenience: encode sources, build cases, compile on the device, run the
+    cases in slices (jaxcc.driver), fetch the result.
+
+    Without a timeout the Evaluation is ``evaluate``'s, bit for bit. ``timeout``:
+    wall-clock seconds of run time (compiles not counted) after which cases still
+    running stop with TimeoutError (their programs' verdict: RUNTIME_ERROR), so one
+    runaway candidate cannot hold the batch. ``options``: the Driver's (slice_steps,
+    compact, should_stop, ...).
+    """
     source, length = lexer.encode(sources, limits)
-    return jax.device_get(evaluate(source, length, make_cases(tests), limits))
+    cases = make_cases(tests)
+    compiled = compiler.compile_arrays(source, length, limits)
+    program, error = compiled[0], compiled[1]
+    _, per_case = driver.run_tests(program, cases.entry, cases.args, cases.expected, limits,
+                                   _budget(error, cases, limits), timeout=timeout, **options)  # fmt: skip
+    return jax.device_get(jax.jit(_judge)(program, error, per_case, cases))
