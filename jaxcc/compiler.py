@@ -8,20 +8,21 @@ return shape as ``jaxcc.reference.compiler.compile_many``.
 from __future__ import annotations
 
 import functools
-import re
 from typing import NamedTuple
 
 import jax
 import numpy as np
 
 from jaxcc import isa, lexer, middle, parser
-from jaxcc.errors import Code, Error, Limit, source_lines, without_bom
+from jaxcc.debuginfo import Debug, from_arrays
+from jaxcc.errors import Code, Error, Limit
 from jaxcc.limits import DEFAULT, Limits
 
 
 class Compiled(NamedTuple):
     program: isa.Program  # Int32 arrays [B, I] / [B, F]
     error: Error  # Int32[B] each: the first compile error of each program
+    debug: Debug  # Int32 arrays [B, F] / [B, F, L]: names and types (jaxcc.debuginfo)
 
 
 @functools.partial(jax.jit, static_argnames=("limits",))
@@ -34,31 +35,8 @@ def compile_arrays(source, length, limits: Limits = DEFAULT) -> Compiled:
     """
     tokens, lex_error = lexer.lex(source, length, limits)
     ast, parse_error = parser.parse(tokens, limits, lex_error=lex_error)
-    program, error = middle.middle_end(ast, tokens, limits, parse_error)
-    return Compiled(program, error)
-
-
-class DebugInfo(NamedTuple):
-    """Host-side names for messages and dis (function ids follow definition order)."""
-
-    fn_names: tuple
-    fn_lines: tuple
-    local_names: tuple
-    param_types: tuple
-    source_lines: tuple
-    message: str
-
-
-_DEF = re.compile(r"^[ \t]*def[ \t]+([A-Za-z_][A-Za-z0-9_]*)", re.M)
-
-
-def _debug(source: str | bytes) -> DebugInfo:
-    source = without_bom(source)  # as the lexer reads it (lexer.encode drops it)
-    text = source.decode("utf-8", "replace") if isinstance(source, bytes) else source
-    defs = [(m.group(1), text.count("\n", 0, m.start()) + 1) for m in _DEF.finditer(text)]
-    names = ("<module>", *(d[0] for d in defs))
-    lines = (1, *(d[1] for d in defs))
-    return DebugInfo(names, lines, (), (), tuple(source_lines(text)), "")
+    program, error, debug = middle.middle_end_debug(ast, tokens, limits, parse_error)
+    return Compiled(program, error, debug)
 
 
 # Shape tiers for the host-facing wrapper: sources are padded to the smallest tier that
@@ -86,6 +64,10 @@ def tier(limits: Limits, nbytes: int) -> Limits:
     )
 
 
+def _row(tree, j: int):
+    return type(tree)(*(np.asarray(x)[j] for x in tree))
+
+
 def compile_many(sources, limits: Limits = DEFAULT):
     """Compile a list of sources on the device: (Program [B, ...], Error [B], debug list).
 
@@ -104,6 +86,7 @@ def compile_many(sources, limits: Limits = DEFAULT):
                             if f not in ("n_code", "n_funcs") else np.zeros(B, np.int32)
                             for f in isa.Program._fields))  # fmt: skip
     error = Error(*(np.zeros(B, np.int32) for _ in range(4)))
+    debug: list = [None] * B
     todo = {i: tier(limits, len(d)) for i, d in enumerate(data)}
     while todo:
         groups: dict[Limits, list[int]] = {}
@@ -132,4 +115,6 @@ def compile_many(sources, limits: Limits = DEFAULT):
                         program[k][i, : x.shape[0]] = x[: program[k].shape[1]]
                 for k in range(4):
                     error[k][i] = out.error[k][j]
-    return program, error, [_debug(s) for s in sources]
+                debug[i] = from_arrays(_row(out.debug, j), _row(out.program, j), data[i],
+                                       compiled=code == Code.OK)  # fmt: skip
+    return program, error, debug

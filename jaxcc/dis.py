@@ -57,8 +57,8 @@ def _np(x) -> np.ndarray:
 
 
 def _names(debug, attr: str, default):
-    v = getattr(debug, attr, None) if debug is not None else None
-    return default if v is None else v
+    """A field of the DebugInfo (jaxcc.debuginfo), or ``default`` without one."""
+    return default if debug is None else getattr(debug, attr)
 
 
 def functions(program: isa.Program, debug=None) -> list[Function]:

@@ -49,30 +49,12 @@ class ErrorText(NamedTuple):
     runtime: bool
 
 
-# --- debug-info access (DebugInfo belongs to the compiler; read it defensively) ----------
-
-
-def _get(obj, *names):
-    for n in names:
-        if obj is None:
-            return None
-        if isinstance(obj, dict) and n in obj:
-            return obj[n]
-        if hasattr(obj, n):
-            return getattr(obj, n)
-    return None
+# --- debug-info access (jaxcc.debuginfo.DebugInfo, from either compiler; None: none) -------
 
 
 def function_names(debug) -> list[str]:
-    """The function names by id (index 0 is '<module>'), or [] if debug has none."""
-    names = _get(debug, "fn_names", "func_names", "function_names", "functions")
-    if names is None:
-        return []
-    out = []
-    for i, n in enumerate(names):
-        n = _get(n, "name") if not isinstance(n, str) else n
-        out.append("<module>" if i == 0 else str(n))
-    return out
+    """The function names by id (index 0 is '<module>'), or [] if there is no debug info."""
+    return [] if debug is None else list(debug.fn_names)
 
 
 def function_id(debug, name: str) -> int | None:
@@ -85,14 +67,12 @@ def function_id(debug, name: str) -> int | None:
 
 
 def slot_name(debug, fn: int, slot: int) -> str | None:
-    """The variable name of local ``slot`` of function ``fn``, if debug gives it."""
-    tables = _get(debug, "local_names", "slot_names", "locals", "fn_locals", "var_names")
-    try:
-        names = tables[fn]
-        names = _get(names, "names") if not isinstance(names, list | tuple | dict) else names
-        n = names[slot]
-    except (TypeError, IndexError, KeyError):
+    """The variable name of local ``slot`` of function ``fn`` (None if unknown, or the
+    hidden temporary)."""
+    if debug is None or not 0 <= fn < len(debug.local_names):
         return None
+    names = debug.local_names[fn]
+    n = names[slot] if 0 <= slot < len(names) else None
     return n if isinstance(n, str) and _IDENT.fullmatch(n) else None
 
 
@@ -207,7 +187,7 @@ def describe(err, source="", debug=None, program=None) -> ErrorText | None:
     line, col = int(err.line), int(err.col)
     text = _source_line(source, line)
     exc = errors.EXCEPTION_NAME.get(code, "Error")
-    given = _get(debug, "message")  # the reference compiler's exact text, when it has one
+    given = None if debug is None else debug.message  # a compiler's own wording, if any
     msg = given if isinstance(given, str) and given else _compile_message(code, detail, text, col)
     return ErrorText(exc, msg, line, col, "", False)
 

@@ -1,7 +1,7 @@
 """The middle end: flat AST (jaxcc.syntax) -> bytecode (jaxcc.isa), for a whole batch.
 
 ``middle_end(ast, tokens, limits, error=None) -> (Program, Error)`` is one pure,
-jittable function. ``PASSES`` names the passes in order; each takes and returns a
+jittable function; ``middle_end_debug`` also gives the debug arrays (jaxcc.debuginfo). ``PASSES`` names the passes in order; each takes and returns a
 ``State`` for ONE program (``middle_end`` runs them in order under one vmap).
 docs/middle_end.md describes them.
 
@@ -17,7 +17,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from jaxcc import isa
+from jaxcc import debuginfo, isa
 from jaxcc.codegen import emit_code
 from jaxcc.errors import Error
 from jaxcc.limits import Limits
@@ -34,6 +34,7 @@ class State(NamedTuple):
     types: object = None  # typecheck.Types
     program: object = None  # isa.Program
     final: object = None  # Err: the program's error after all passes
+    debug: object = None  # debuginfo.Debug
 
 
 def _resolve(st: State, limits: Limits) -> State:
@@ -51,7 +52,10 @@ def _emit(st: State, limits: Limits) -> State:
     bad = err.code != 0
     err = Err(*(jnp.where(bad, x, 0) for x in err))
     prog = isa.Program(*(jnp.where(bad, jnp.zeros_like(x), x) for x in code.program))
-    return st._replace(program=prog, final=err)
+    dbg = debuginfo.debug_arrays(st.ast, sc, st.types, limits)
+    empty = debuginfo.empty(limits)
+    dbg = debuginfo.Debug(*(jnp.where(bad, e, x) for x, e in zip(dbg, empty, strict=True)))
+    return st._replace(program=prog, final=err, debug=dbg)
 
 
 PASSES = (
@@ -66,11 +70,21 @@ def _one(ast, error: Err, limits: Limits):
     for _, f in PASSES:
         st = f(st, limits)
     e = st.final
-    return st.program, Error(e.code, e.line, e.col, e.detail)
+    return st.program, Error(e.code, e.line, e.col, e.detail), st.debug
 
 
 def middle_end(ast, tokens, limits: Limits, error: Error | None = None):
     """Compile a batch (leading axis B) or one program's flat AST to bytecode.
+
+    ``middle_end_debug`` without its debug arrays (XLA drops their computation).
+    """
+    program, error, _ = middle_end_debug(ast, tokens, limits, error)
+    return program, error
+
+
+def middle_end_debug(ast, tokens, limits: Limits, error: Error | None = None):
+    """Compile a batch (leading axis B) or one program's flat AST to bytecode:
+    (Program, Error, debuginfo.Debug).
 
     ``tokens`` is accepted for the pipeline's uniformity (positions are in the Ast).
     ``error``: the lexer/parser's Error for each program; a program that has one keeps

@@ -65,7 +65,7 @@ def evaluate(source, length, cases: Cases, limits: Limits = DEFAULT) -> Evaluati
             verdict[b] = (RUNTIME_ERROR if any(r.status != OK for r in results) else
                           WRONG_ANSWER if any(r.value != expected for r in results) else PASS)
     """
-    program, error = compiler.compile_arrays(source, length, limits)
+    program, error, _ = compiler.compile_arrays(source, length, limits)
     budget = _budget(error, cases, limits)
     _, per_case = vm.run_tests(
         program, cases.entry, cases.args, cases.expected, limits, budget=budget

@@ -133,4 +133,6 @@ def test_byte_order_mark_keeps_function_names():
     from jaxcc import compiler
 
     for src in ("\ufeffdef f(x):\n    return x\n", b"\xef\xbb\xbfdef f(x):\n    return x\n"):
-        assert compiler._debug(src).fn_names == ("<module>", "f")
+        _, _, debug = compiler.compile_many([src])
+        assert debug[0].fn_names == ("<module>", "f")
+        assert debug[0].local_names == ((), ("x",))

@@ -94,7 +94,7 @@ def _candidates(compiled):
 @pytest.fixture(scope="module")
 def setup():
     src, length = lexer.encode([F_SRC, GCD_SRC, F_SLOW, G_SRC], LIM)
-    compiled, err = jax.device_get(compiler.compile_arrays(src, length, LIM))
+    compiled, err, _ = jax.device_get(compiler.compile_arrays(src, length, LIM))
     assert np.asarray(err.code).tolist() == [0, 0, 0, 0]
     cands, ref = _candidates(compiled)
     toks, lex_err = host_lex_many(SOURCES, LIM)

@@ -69,6 +69,7 @@ from typing import NamedTuple
 import numpy as np
 
 from jaxcc import isa, ops
+from jaxcc.debuginfo import TEMP_NAME, DebugInfo
 from jaxcc.errors import (
     SYNTAX_MESSAGES,
     Code,
@@ -87,19 +88,6 @@ from jaxcc.reference.flatten import flatten
 # Type lattice of the checker: BOT (nothing known yet) < int, bool, none < TOP (conflict).
 BOT, TOP = 3, 4
 TYPE_NAMES = {T_INT: "int", T_BOOL: "bool", T_NONE: "None", BOT: "?", TOP: "conflict"}
-
-TEMP_NAME = "$cmp"  # the hidden temporary's name in DebugInfo
-
-
-class DebugInfo(NamedTuple):
-    """What dis and error messages need, by function id (0 = '<module>')."""
-
-    fn_names: tuple  # tuple[str]  '<module>' first, then the defs in source order
-    fn_lines: tuple  # tuple[int]  the def's line (1 for the module)
-    local_names: tuple  # tuple[tuple[str]]  slot names per function (TEMP_NAME for the temp)
-    param_types: tuple  # tuple[tuple[int]]  isa.T_* of each parameter
-    source_lines: tuple  # tuple[str]  the source split into lines
-    message: str  # the full error message ('' when it compiled)
 
 
 class Compiled(NamedTuple):
@@ -1165,7 +1153,7 @@ def _as_bytes(source: str | bytes) -> bytes:
 def compile_source(source: str | bytes, limits: Limits = DEFAULT) -> Compiled:
     """Compile one program. Never raises for bad input: errors are in ``error``."""
     data = _as_bytes(source)
-    lines = tuple(data.decode("utf-8", "replace").splitlines())
+    lines = tuple(source_lines(data.decode("utf-8", "replace")))
     scopes = None
     old_limit = sys.getrecursionlimit()
     # the passes recurse over the tree: deep left-nested operator chains (thousands of

@@ -1,0 +1,176 @@
+"""Debug information: what ``dis``, ``--trace`` and error messages need beyond the bytecode.
+
+Two halves, as for errors (arrays on the device, text at the edges):
+
+* ``Debug``: arrays that the device compiler computes beside the Program (one row per
+  program, leading batch axis B). Names are not spelled out on the device: each function
+  and each local slot points at a place in the source (line, column) where its name is
+  written, and the host reads the identifier there.
+* ``DebugInfo``: the host-side record that both compilers give (``compile_many`` of
+  ``jaxcc.compiler`` builds it from ``Debug`` rows with ``from_arrays``;
+  ``jaxcc.reference.compiler`` fills it directly), and that ``jaxcc.dis`` and
+  ``jaxcc.format`` read.
+
+Layout of ``Debug`` (F = limits.max_funcs, L = limits.max_locals; padding -1 / 0)::
+
+    fn_line   Int32[B, F]     line of each function's ``def`` (1 for the module body)
+    fn_col    Int32[B, F]     column of its ``def`` keyword (-1 for the module body)
+    slot_line Int32[B, F, L]  line of the first place (source order) that writes slot s's
+                              name; -1 for the hidden temporary and for unused slots
+    slot_col  Int32[B, F, L]  its column
+    slot_type Int32[B, F, L]  isa.T_* of each variable slot (the parameters' types are
+                              DebugInfo.param_types)
+"""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+import jax.numpy as jnp
+import numpy as np
+
+from jaxcc import isa
+from jaxcc.errors import source_lines, without_bom
+
+TEMP_NAME = "$cmp"  # the hidden temporary's name (chained comparisons keep a value there)
+
+
+class Debug(NamedTuple):
+    """Device-side debug arrays (see the module docstring for the layout)."""
+
+    fn_line: object  # Int32[Array, "B F"]
+    fn_col: object  # Int32[Array, "B F"]
+    slot_line: object  # Int32[Array, "B F L"]
+    slot_col: object  # Int32[Array, "B F L"]
+    slot_type: object  # Int32[Array, "B F L"]
+
+
+class DebugInfo(NamedTuple):
+    """What dis and error messages need, by function id (0 = '<module>').
+
+    A program that did not compile has the module alone (no locals).
+    """
+
+    fn_names: tuple  # tuple[str]  '<module>' first, then the defs in source order
+    fn_lines: tuple  # tuple[int]  the def's line (1 for the module)
+    local_names: tuple  # tuple[tuple[str]]  slot names per function (TEMP_NAME for the temp)
+    param_types: tuple  # tuple[tuple[int]]  isa.T_* of each parameter
+    source_lines: tuple  # tuple[str]  the source split into lines
+    message: str  # the full error message when the compiler words it itself, else ''
+
+
+def source_text(source: str | bytes) -> str:
+    """The source as the compilers read it: without a byte-order mark, bytes decoded."""
+    source = without_bom(source)
+    return source.decode("utf-8", "replace") if isinstance(source, bytes) else source
+
+
+def module_only(source: str | bytes, message: str = "") -> DebugInfo:
+    """The DebugInfo of a program that did not compile."""
+    lines = tuple(source_lines(source_text(source)))
+    return DebugInfo(("<module>",), (1,), ((),), ((),), lines, message)
+
+
+# -- on the device ----------------------------------------------------------------------
+
+
+def empty(limits) -> Debug:
+    """The Debug row of a program with no functions (all padding), unbatched."""
+    F, L = limits.max_funcs, limits.max_locals
+    m = jnp.full((F, L), -1, jnp.int32)
+    return Debug(jnp.zeros((F,), jnp.int32), jnp.full((F,), -1, jnp.int32), m, m,
+                 jnp.zeros((F, L), jnp.int32))  # fmt: skip
+
+
+def debug_arrays(ast, sc, ty, limits) -> Debug:
+    """The Debug row of ONE program (unbatched), from the middle end's passes.
+
+    Sequential equivalent::
+
+        for node in source order:
+            if node is a NAME or PARAM with a slot, and its slot has no place yet:
+                slot_line[fn, slot], slot_col[fn, slot] = node.line, node.col
+            if node is the first definer of a variable: slot_type[fn, slot] = its type
+        for each function f with def node d: fn_line[f], fn_col[f] = d.line, d.col
+
+    ``sc``: resolve.Scopes; ``ty``: typecheck.Types (both of this program).
+    """
+    from jaxcc.syntax import Node  # noqa: PLC0415
+    from jaxcc.typecheck import mask_to_type  # noqa: PLC0415
+
+    F, L = limits.max_funcs, limits.max_locals
+    i32 = jnp.int32
+    n = ast.kind.shape[0]
+    idx = jnp.arange(n, dtype=i32)
+    live = idx < ast.n_nodes
+    root = jnp.maximum(ast.n_nodes - 1, 0)
+
+    # functions: the def node of each (the module body is the root)
+    fnode = live & sc.is_fn
+    fid = jnp.where(idx == root, 0, sc.fid)
+    fslot = jnp.where(fnode & (fid >= 0) & (fid < F), fid, F)
+    fn_line = jnp.zeros((F + 1,), i32).at[fslot].set(jnp.where(idx == root, 1, ast.line))[:F]
+    fn_col = jnp.full((F + 1,), -1, i32).at[fslot].set(jnp.where(idx == root, -1, ast.col))[:F]
+
+    # slots: the first node in source order that names each (function, slot)
+    named = live & ((ast.kind == Node.NAME) | (ast.kind == Node.PARAM)) & (sc.slot >= 0)
+    named &= (sc.fn >= 0) & (sc.fn < F) & (sc.slot < L)
+    key = jnp.where(named, sc.fn * L + sc.slot, F * L)
+    big = jnp.iinfo(jnp.int32).max
+    first = jnp.full((F * L + 1,), big, i32).at[key].min(sc.preorder)[: F * L]
+    node_of_rank = jnp.zeros((n,), i32).at[sc.preorder].set(idx)
+    node = node_of_rank[jnp.clip(first, 0, n - 1)]
+    found = first != big
+    slot_line = jnp.where(found, ast.line[node], -1).reshape(F, L)
+    slot_col = jnp.where(found, ast.col[node], -1).reshape(F, L)
+
+    # types: at each variable's first definer
+    rep = named & (sc.rep == idx)
+    tkey = jnp.where(rep, key, F * L)
+    slot_type = jnp.zeros((F * L + 1,), i32).at[tkey].set(mask_to_type(ty.var))[: F * L]
+    return Debug(fn_line, fn_col, slot_line, slot_col, slot_type.reshape(F, L))
+
+
+# -- on the host ------------------------------------------------------------------------
+
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# `def` and the name, with any blanks and backslash continuations between them
+_DEF = re.compile(r"def(?:[ \t\f]|\\(?:\r\n|\r|\n))+([A-Za-z_][A-Za-z0-9_]*)")
+_LINE_START = re.compile(r"\r\n|\r|\n")
+
+
+def _read(text: str, starts: list[int], line: int, col: int, pattern, group=0) -> str | None:
+    """The match of ``pattern`` at (line, col) of ``text`` (may run over lines), or None."""
+    if not 1 <= line <= len(starts) or col < 0:
+        return None
+    m = pattern.match(text, starts[line - 1] + col)
+    return m.group(group) if m else None
+
+
+def from_arrays(debug: Debug, program: isa.Program, source: str | bytes, message: str = "",
+                compiled: bool = True) -> DebugInfo:  # fmt: skip
+    """The DebugInfo of ONE program from its Debug and Program rows (numpy or jax arrays,
+    unbatched) and its source. ``compiled=False``: the module alone (as for an error)."""
+    if not compiled:
+        return module_only(source, message)
+    text = source_text(source)
+    lines = tuple(source_lines(text))
+    starts = [0] + [m.end() for m in _LINE_START.finditer(text)]
+    n_funcs = int(program.n_funcs)
+    fl, fc = np.asarray(debug.fn_line), np.asarray(debug.fn_col)
+    sl, sc, st = (np.asarray(x) for x in (debug.slot_line, debug.slot_col, debug.slot_type))
+    nparams, nlocals = np.asarray(program.fn_nparams), np.asarray(program.fn_nlocals)
+    names, fn_lines, local_names, param_types = [], [], [], []
+    for f in range(n_funcs):
+        name = "<module>" if f == 0 else _read(text, starts, int(fl[f]), int(fc[f]), _DEF, 1)
+        names.append(name if name is not None else f"<function {f}>")
+        fn_lines.append(int(fl[f]))
+        slots = []
+        for s in range(min(int(nlocals[f]), sl.shape[1])):
+            word = _read(text, starts, int(sl[f, s]), int(sc[f, s]), _IDENT)
+            slots.append(TEMP_NAME if int(sl[f, s]) < 0 else (word or f"<slot {s}>"))
+        local_names.append(tuple(slots))
+        param_types.append(tuple(int(t) for t in st[f, : int(nparams[f])]))
+    return DebugInfo(tuple(names), tuple(fn_lines), tuple(local_names), tuple(param_types),
+                     lines, message)  # fmt: skip
