@@ -926,6 +926,108 @@ def bench_hybrid(ctx: Ctx):
             passed=r["passed"])  # fmt: skip
 
 
+# the long-tail batch of the compaction entry: every program counts n down to 0 (about
+# 9 VM steps per iteration); 1% of them start 100x higher
+TAIL_SOURCE = """def f(n: int) -> int:
+    t = 0
+    while n > 0:
+        t += n % 7
+        n -= 1
+    return t
+"""
+TAIL_SHORT, TAIL_FACTOR, TAIL_FRACTION = 20, 100, 0.01
+
+
+def _tail_variants(one_call, prog, entry, args, lim):
+    """(name, run, stats) of the compaction entry's three ways to run one batch; ``run()``
+    returns the RunResult, ``stats`` gets the driver's Stats of each run."""
+    from jaxcc import driver, vm
+
+    def sliced(compact: bool, stats: list):
+        d = driver.Driver(vm.start(prog, lim, entry, args), lim, compact=compact)
+        res = d.run()
+        stats.append(d.stats())
+        return res
+
+    plain, packed = [], []
+    return [
+        ("one vm.run call", lambda: one_call(prog, entry, args), []),
+        ("slices, no compaction", functools.partial(sliced, False, plain), plain),
+        ("slices, compaction", functools.partial(sliced, True, packed), packed),
+    ]
+
+
+@register("compaction", needs=("jaxcc.driver:Driver", "jaxcc.vm:start",
+                               "jaxcc.reference.compiler:compile_source"), quick=False)  # fmt: skip
+def bench_compaction(ctx: Ctx):
+    """A long-tail batch (1% of the programs run 100x longer than the rest) three ways,
+    side by side: one vm.run call, the driver in slices without compaction, and with
+    compaction (jaxcc.driver); results checked identical.
+
+    Batch sizes: --batches (those >= 128), else 4096 and 65536 (--quick: 1024). Each
+    variant runs once untimed (compiling every tier it uses), then is timed."""
+    import jax
+
+    from jaxcc import isa, vm
+    from jaxcc.limits import Limits
+    from jaxcc.reference.compiler import compile_source
+
+    device = jax.devices()[0].device_kind
+    print(f"    device: {device}", flush=True)
+    lim = Limits(max_code=64, max_funcs=2, max_stack=16, max_depth=4, max_output=4,
+                 max_steps=100 * 10 * TAIL_SHORT * TAIL_FACTOR)  # fmt: skip
+    c = compile_source(TAIL_SOURCE, lim)
+    assert int(c.error.code) == 0, c.error
+    default = ctx.batches() in (FULL_BATCHES, QUICK_BATCHES)
+    sizes = [1024] if ctx.quick else [4096, 65536]
+    sizes = sizes if default else [b for b in ctx.batches() if b >= 128]
+    one_call = jax.jit(lambda p, e, a: vm.run(p, lim, entry=e, args=a))
+    for b in sizes:
+        if ctx.over_budget():
+            ctx.add(bench="compaction", batch=b, note="stopped: entry time budget spent")
+            break
+        rng = np.random.default_rng(ctx.args.seed)
+        n = np.full(b, TAIL_SHORT, np.int32)
+        n_long = max(1, int(round(b * TAIL_FRACTION)))
+        n[rng.choice(b, n_long, replace=False)] = TAIL_SHORT * TAIL_FACTOR
+        prog = isa.Program(*(np.broadcast_to(np.asarray(x), (b, *np.shape(x))).copy()
+                             for x in c.program))  # fmt: skip
+        entry = np.ones(b, np.int32)
+        args = jax.device_put(n[:, None])
+        prog, entry = jax.device_put((prog, entry))
+
+        variants = _tail_variants(one_call, prog, entry, args, lim)
+        want = None
+        base_s = None
+        for name, fn, stats in variants:
+            t0 = time.perf_counter()
+            res = jax.device_get(fn())  # compiles (every tier), untimed
+            first_s = time.perf_counter() - t0
+            if want is None:
+                want = res
+                ok = int((np.asarray(res.status) == 0).sum())
+            same = all(np.array_equal(np.asarray(x), np.asarray(y))
+                       for x, y in zip(res, want, strict=True))  # fmt: skip
+            times = []
+            for _ in range(max(1, min(ctx.args.repeats, 3))):
+                t0 = time.perf_counter()
+                jax.block_until_ready(fn())
+                times.append(time.perf_counter() - t0)
+            sec = statistics.median(times)
+            base_s = base_s or sec
+            extra = {}
+            if stats:
+                st = stats[-1]
+                extra = dict(slices=st.slices, tiers=" ".join(map(str, st.sizes)),
+                             compactions=st.compactions)  # fmt: skip
+            ctx.add(bench="compaction", size="tail", batch=b, variant=name, device=device,
+                    seconds=sec, first_s=first_s, speedup=base_s / sec, identical=same,
+                    long_programs=n_long, ok=ok,
+                    lane_steps=int(np.asarray(want.steps, np.int64).sum()), **extra)  # fmt: skip
+            if not same:
+                raise AssertionError(f"{name}: results differ from one vm.run call")
+
+
 @register("examples", needs=LOOP_NEEDS + ("jaxcc.vm:run",), quick=False)
 def bench_examples(ctx: Ctx):
     """examples/*.py compiled and run on the device as one batch; their output is
