@@ -161,6 +161,7 @@ class Driver:
         self._run_s = self._compile_s = 0.0
         self._rate = 0.0  # chunks per second in the last slice
         self._fetched: set[tuple[int, int]] = set()
+        self._moved: set[tuple[int, int]] = set()
 
     # --- public
 
@@ -242,12 +243,18 @@ class Driver:
             return
         pad = int(np.flatnonzero(st != Code.RUNNING)[0])  # a stopped lane: inert
         pos = np.concatenate([live, np.full(target - len(live), pad)]).astype(np.int32)
+        first = (size, target) not in self._moved
+        t0 = self.clock()
         new = _take(self._cur, pos)
         origs = self._origs(size)
         if self._orig is None:
             self._full = self._cur
         else:
             self._full = _put(self._full, self._scatter_idx(self._orig), self._cur)
+        if first:  # the gather and scatter at new shapes compile: not counted
+            jax.block_until_ready((new, self._full))
+            self._compile_s += self.clock() - t0
+            self._moved.add((size, target))
         self._orig = np.concatenate([origs[live], np.full(target - len(live), -1)])
         self._cur = new
         self._compactions += 1

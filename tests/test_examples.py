@@ -51,9 +51,12 @@ def jaxcc_results(request):
     import io
 
     buf = io.StringIO()
+    # --timeout 0: the default (20 s of run time) holds the examples on an idle 2-core CPU
+    # (12-16 s, docs/vm.md "Budgets"); a machine shared with other jobs can be several
+    # times slower, and this test is about their output. The step budget still bounds them.
     with contextlib.redirect_stdout(buf):
         status = cli.main(["run", "--json", "--compiler", request.param, "--vm", request.param,
-                           *map(str, FILES)])  # fmt: skip
+                           "--timeout", "0", *map(str, FILES)])  # fmt: skip
     rows = [json.loads(line) for line in buf.getvalue().splitlines()]
     assert [pathlib.Path(r["file"]).name for r in rows] == [f.name for f in FILES]
     assert status == int(any(r["exit"] for r in rows))
