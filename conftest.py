@@ -3,7 +3,10 @@ Hypothesis profiles (fixed examples by default, fresh ones with --slow)."""
 
 import os
 
+import gc
+
 import jax
+import pytest
 from hypothesis import settings
 
 jax.config.update("jax_numpy_dtype_promotion", "strict")
@@ -13,6 +16,20 @@ jax.config.update("jax_compilation_cache_dir", _CACHE)
 # CLI subprocesses started by tests share the same cache
 os.environ.setdefault("JAXCC_CACHE_DIR", _CACHE)
 jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _release_executables():
+    """Drop every compiled function after each test module.
+
+    XLA:CPU maps a few thousand memory regions per large executable and keeps them while
+    the jit caches hold it; one process running the whole suite passes Linux's default
+    vm.max_map_count (65,530) and the next compile segfaults. Later modules reload what
+    they need from the persistent cache.
+    """
+    yield
+    jax.clear_caches()
+    gc.collect()
 
 
 def pytest_addoption(parser):

@@ -79,10 +79,16 @@ def slot_name(debug, fn: int, slot: int) -> str | None:
 # --- the fields of an error -----------------------------------------------------------------
 
 
-def _source_line(source, line: int) -> str | None:
-    source = errors.without_bom(source) if source else source  # columns do not count it
+def _text(source) -> str:
+    """The source as text, without a byte-order mark (columns do not count it)."""
+    source = errors.without_bom(source) if source else source
     if isinstance(source, bytes | bytearray):
         source = bytes(source).decode("utf-8", "replace")
+    return source or ""
+
+
+def _source_line(source, line: int) -> str | None:
+    source = _text(source)
     if not source or line < 1:
         return None
     lines = errors.source_lines(source)
@@ -103,9 +109,95 @@ def _message(code: int, detail: int) -> str:
         return f"error code {code}"
 
 
-def _compile_message(code: int, detail: int, text: str | None, col: int) -> str:
+# --- message parameters read from the source (the subset has no strings: a `#` starts a
+# comment wherever it is) -------------------------------------------------------------------
+
+_COMMENT = re.compile(r"#[^\r\n]*")
+_HEADER = {"if": "'if' statement", "elif": "'elif' statement", "else": "'else' statement",
+           "while": "'while' statement", "for": "'for' statement", "def": "function definition"}  # fmt: skip
+_DEF_CONT = r"def(?:[ \t\f]|\\(?:\r\n|\r|\n))+"
+
+
+def _code(source: str) -> str:
+    """The source with its comments blanked out (offsets kept)."""
+    return _COMMENT.sub(lambda m: " " * len(m.group(0)), source)
+
+
+def _items(code: str, at: int) -> int | None:
+    """How many comma-separated items the brackets opening at ``code[at]`` hold."""
+    if not 0 <= at < len(code) or code[at] not in "([{":
+        return None
+    depth, items, seen = 0, 0, False
+    for ch in code[at:]:
+        if ch in "([{":
+            depth += 1
+            if depth == 1:
+                continue
+        elif ch in ")]}":
+            depth -= 1
+            if depth == 0:
+                return items + seen
+        if depth == 1 and ch == ",":
+            items, seen = items + 1, False
+        elif not ch.isspace() and ch != "\\":
+            seen = True
+    return None
+
+
+def _offset(source: str, line: int, col: int) -> int | None:
+    starts = [0] + [m.end() for m in re.finditer(r"\r\n|\r|\n", source)]
+    return starts[line - 1] + col if 1 <= line <= len(starts) and col >= 0 else None
+
+
+def _def_at(code: str, name: str) -> re.Match | None:
+    """The top-level ``def name(`` of the program (functions are top-level in the subset)."""
+    return re.search(rf"^{_DEF_CONT}{re.escape(name)}[ \t\f]*(?=\()", code, re.M)
+
+
+def _arity(source: str, line: int, col: int, name: str) -> str | None:
+    """'h() takes 2 arguments but 1 were given' for the call of ``name`` at (line, col)."""
+    code = _code(source)
+    at = _offset(source, line, col)
+    call = _CALL_PAREN.match(code, at + len(name)) if at is not None else None
+    d = _def_at(code, name)
+    if call is None or d is None:
+        return None
+    given, takes = _items(code, call.end() - 1), _items(code, d.end())
+    if given is None or takes is None:
+        return None
+    return f"{name}() takes {takes} arguments but {given} were given"
+
+
+def _header(source: str, line: int) -> str | None:
+    """ "after 'if' statement on line 3": the compound statement whose block is missing."""
+    lines = errors.source_lines(_code(source))
+    i = min(line, len(lines) + 1) - 2  # the lines before the error's, from the last
+    while i >= 0 and not lines[i].strip():
+        i -= 1
+    if i < 0 or not lines[i].rstrip().endswith(":"):
+        return None
+    j, depth = i, sum(lines[i].count(c) for c in ")]}") - sum(lines[i].count(c) for c in "([{")
+    while j > 0 and (depth > 0 or lines[j - 1].rstrip().endswith("\\")):
+        j -= 1
+        depth += sum(lines[j].count(c) for c in ")]}") - sum(lines[j].count(c) for c in "([{")
+    m = _IDENT.match(lines[j].lstrip())
+    kind = _HEADER.get(m.group(0)) if m else None
+    return f"after {kind} on line {j + 1}" if kind else None
+
+
+def _compile_message(code: int, detail: int, source: str, line: int, col: int) -> str:
     msg = _message(code, detail)
+    text = _source_line(source, line)
+    source = _text(source)
     word = _word_at(text, col)
+    if code == Code.NAME and word and _CALL_PAREN.match(text, col + len(word)):
+        if _def_at(_code(source), word):  # a call in the module body before the def
+            return f"name '{word}' is not defined (called before its def)"
+    if code == Code.TYPE and detail == errors.Type.ARITY and word:
+        return _arity(source, line, col, word) or msg
+    if code == Code.INDENTATION and detail == errors.Syntax.EXPECTED_INDENT:
+        after = _header(source, line)
+        return f"{msg} {after}" if after else msg
     if code == Code.NAME and word:
         return f"name '{word}' is not defined"
     if code == Code.SYNTAX and detail == errors.Syntax.DUPLICATE_ARGUMENT and word:
@@ -185,10 +277,9 @@ def describe(err, source="", debug=None, program=None) -> ErrorText | None:
     if code == Code.OK:
         return None
     line, col = int(err.line), int(err.col)
-    text = _source_line(source, line)
     exc = errors.EXCEPTION_NAME.get(code, "Error")
     given = None if debug is None else debug.message  # a compiler's own wording, if any
-    msg = given if isinstance(given, str) and given else _compile_message(code, detail, text, col)
+    msg = given if given else _compile_message(code, detail, source, line, col)
     return ErrorText(exc, msg, line, col, "", False)
 
 

@@ -991,7 +991,7 @@ def cli_limits(n_bytes: int) -> Limits:
 def main(argv=None) -> int:
     import argparse
 
-    from jaxcc.errors import EXCEPTION_NAME, message
+    from jaxcc.format import format_error
 
     ap = argparse.ArgumentParser(prog="python -m jaxcc.lexer")
     ap.add_argument("filename")
@@ -1004,11 +1004,8 @@ def main(argv=None) -> int:
     toks, err = lex(src, length, limits)
     toks = jax.tree.map(lambda x: np.asarray(x[0]), toks)
     err = jax.tree.map(lambda x: int(np.asarray(x)[0]), err)
-    if err.code != Code.OK:
-        name = EXCEPTION_NAME.get(Code(err.code), "Error")
-        sys.stderr.write(
-            f"{args.filename}:{err.line}:{err.col}: {name}: {message(err.code, err.detail)}\n"
-        )
+    if err.code != Code.OK:  # shown as jaxcc run shows it (jaxcc.format)
+        sys.stderr.write(format_error(err, data, args.filename))
         return 1
     for line in format_tokens(data, toks, int(toks.n_tokens), args.exact):
         print(line)

@@ -24,7 +24,7 @@ from jax import lax
 
 from jaxcc import grammar as G
 from jaxcc import lexer
-from jaxcc.errors import Code, Error, Limit, Syntax, source_lines, without_bom
+from jaxcc.errors import Code, Error, Limit, Syntax, without_bom
 from jaxcc.limits import DEFAULT, Limits
 from jaxcc.ops import BUILTIN_ID
 from jaxcc.syntax import Ann, Ast, Ctx, Node
@@ -432,7 +432,12 @@ def _finish(c: _Carry, tok: Tokens, lex: Error, flags, N: int) -> tuple[Ast, Err
     c = c._replace(err_code=code, err_detail=detail)
     err_code = jnp.where(stuck, Code.LIMIT, c.err_code)
     err_detail = jnp.where(stuck, Limit.PARSE_DEPTH, c.err_detail)
-    eline, ecol = _err_pos(tok, jnp.where(stuck, -1, _cpython_error_token(c, tok, flags)))
+    etok = jnp.where(stuck, -1, _cpython_error_token(c, tok, flags))
+    eline, ecol = _err_pos(tok, etok)
+    # CPython puts an unexpected indent's caret on the last byte of the indentation
+    indent = (err_code == Code.INDENTATION) & (err_detail == Syntax.UNEXPECTED_INDENT)
+    indent &= (etok >= 0) & (tok.kind[jnp.clip(etok, 0, T - 1)] == Tok.INDENT)
+    ecol = jnp.where(indent, jnp.maximum(tok.end_col[jnp.clip(etok, 0, T - 1)] - 1, 0), ecol)
     at = jnp.clip(c.act_tok, 0, T - 1)
     aline, acol = tok.line[at], tok.col[at]
     # bracket depth after each token: tokenize (and so the lexer) lets it go negative, and a
@@ -622,7 +627,7 @@ def main(argv: list[str] | None = None, limits: Limits | None = None) -> int:
     import ast  # noqa: PLC0415
 
     from jaxcc import limits as _limits  # noqa: PLC0415
-    from jaxcc.errors import EXCEPTION_NAME, message  # noqa: PLC0415
+    from jaxcc.format import format_error  # noqa: PLC0415
     from jaxcc.pyast import to_python_ast  # noqa: PLC0415
 
     argv = sys.argv[1:] if argv is None else argv
@@ -635,53 +640,13 @@ def main(argv: list[str] | None = None, limits: Limits | None = None) -> int:
     limits = _limits.CLI if limits is None else limits
     tokens, lex_err = _lex(source, limits)
     tree, err = parse(tokens, limits, lex_err)
-    code = int(err.code)
-    if code != Code.OK:
-        text = message(code, int(err.detail))
-        if code in (Code.SYNTAX, Code.INDENTATION):
-            text = _cpython_wording(code, int(err.detail), text, tokens, int(err.line))
-        lines = source_lines(source.decode("ascii", "replace"))
-        line = int(err.line)
-        print(f'  File "{path}", line {line}', file=sys.stderr)
-        if 1 <= line <= len(lines):
-            src_line = lines[line - 1]
-            stripped = src_line.lstrip()
-            print("    " + stripped, file=sys.stderr)
-            caret = max(int(err.col) - (len(src_line) - len(stripped)), 0)
-            print("    " + " " * caret + "^", file=sys.stderr)
-        print(f"{EXCEPTION_NAME[Code(code)]}: {text}", file=sys.stderr)
+    if int(err.code) != Code.OK:  # shown as jaxcc run shows it (jaxcc.format)
+        sys.stderr.write(format_error(jax.tree.map(int, err), source, path))
         return 1
     tree = jax.tree.map(np.asarray, tree)
     tokens = jax.tree.map(np.asarray, tokens)
     print(ast.dump(to_python_ast(tree, tokens, source), indent=1))
     return 0
-
-
-_HEADER = {Tok.KW_IF: "'if' statement", Tok.KW_ELIF: "'elif' statement",
-           Tok.KW_ELSE: "'else' statement", Tok.KW_WHILE: "'while' statement",
-           Tok.KW_FOR: "'for' statement", Tok.KW_DEF: "function definition"}  # fmt: skip
-
-
-def _cpython_wording(code: int, detail: int, text: str, tokens, line: int) -> str:
-    """CPython's longer messages where the tokens tell: 'expected an indented block after
-    'if' statement on line 3'."""
-    if code == Code.INDENTATION and detail == Syntax.EXPECTED_INDENT:
-        kind, tline = np.asarray(tokens.kind), np.asarray(tokens.line)
-        n = int(tokens.n_tokens)
-        # the header is the last logical line before the error ending in ':' NEWLINE
-        for i in range(n - 1, -1, -1):
-            if kind[i] == Tok.COLON and tline[i] <= line:
-                j = i
-                while j > 0 and not (
-                    kind[j - 1] in (Tok.NEWLINE, Tok.INDENT, Tok.DEDENT, Tok.SEMI)
-                    or (kind[j] in _HEADER and kind[j - 1] == Tok.COLON)
-                ):
-                    j -= 1
-                k = Tok(int(kind[j]))
-                if k in _HEADER:
-                    return f"{text} after {_HEADER[k]} on line {int(tline[j])}"
-                break
-    return text
 
 
 if __name__ == "__main__":

@@ -311,7 +311,9 @@ def test_cli_matches_python_m_tokenize(tmp_path, capsys):
     bad = tmp_path / "bad.py"
     bad.write_text("x = 1\ny = $\n")
     assert lexer.main([str(bad)]) == 1
-    assert capsys.readouterr().err == f"{bad}:2:4: SyntaxError: invalid syntax\n"
+    # shown as `jaxcc run` and CPython show it (one renderer: jaxcc.format)
+    want = f'  File "{bad}", line 2\n    y = $\n        ^\nSyntaxError: invalid syntax\n'
+    assert capsys.readouterr().err == want
 
 
 # ---- each kernel against its sequential Python
