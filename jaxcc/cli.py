@@ -214,7 +214,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--trace",
         action="store_true",
         help="print every instruction as it starts to stderr: lane, function, pc, opcode, "
-        "argument and the operand stack (needs --vm python; slow)",
+        "argument and the operand stack (--vm python) or the stack pointer and top of stack "
+        "(--vm jax: the first 10,000 steps of each file); slow",
     )
     _add_backend_options(run)
     _add_limit_options(run)
@@ -305,6 +306,33 @@ def _tracing_run(file) -> Callable:
     return run
 
 
+TRACE_STEPS = 10_000  # --trace on the JAX VM: the first steps of each module body
+
+
+def _trace_jax(file, program, compiled, limits: Limits) -> None:
+    """The JAX VM's trace (vm.trace) of each compiled module body, one line per step as
+    ``_tracing_run`` writes them, with the stack pointer and top of stack for operands."""
+    import jax
+
+    from jaxcc import vm as jvm
+
+    for lane in np.flatnonzero(compiled):
+        rows, end = jax.device_get(jvm.trace(_lane(program, lane), limits, n_steps=TRACE_STEPS))
+        for k in range(TRACE_STEPS):
+            if int(rows.status[k]) != Code.RUNNING:
+                break
+            op, arg = int(rows.op[k]), int(rows.arg[k])
+            name = isa.Op(op).name if op in isa.Op._value2member_map_ else f"<{op}>"
+            shown = arg if op >= 0 and isa.INFO[isa.Op(op)].arg != isa.ArgKind.NONE else ""
+            frame = int(rows.fp[k]) + int(program.fn_nlocals[lane, int(rows.fn[k])])
+            top = f"top {int(rows.top[k])}" if int(rows.sp[k]) > frame else ""
+            file.write(f"{lane} fn {int(rows.fn[k])} {int(rows.pc[k]):5d} {name:<20} "
+                       f"{shown!s:>6}  sp {int(rows.sp[k])} {top}\n")  # fmt: skip
+        else:
+            if int(end.status) == Code.RUNNING:
+                file.write(f"{lane} trace stops after {TRACE_STEPS} steps; the run goes on\n")
+
+
 def _result_text(value: int, rettype: int) -> str | None:
     if rettype == isa.T_BOOL:
         return "True" if value else "False"
@@ -384,7 +412,8 @@ def run_files(
 ) -> list[_FileResult]:
     """Compile and run the files as one batch; the per-file results (no printing).
 
-    ``trace``: a file to write an instruction trace to (``--vm python`` only).
+    ``trace``: a file to write an instruction trace to (``--vm jax``: the first
+    TRACE_STEPS steps of each module body, from ``vm.trace``).
     ``neural``: options of the neural/hybrid compilers (k, temperature, seed).
     ``timeout``: wall-clock seconds of run time (compiles not counted) for the whole
     batch, module bodies and --entry calls together; programs still running then stop
@@ -396,9 +425,7 @@ def run_files(
     """
     compile_many = _backend("compiler", compiler, functools.partial(compilers, **(neural or {})))
     run = _backend("vm", vm, vms)
-    if trace is not None:
-        if vm != "python":
-            raise SystemExit("jaxcc: --trace needs --vm python")
+    if trace is not None and vm == "python":
         run = _tracing_run(trace)
     results = [_FileResult(p) for p in paths]
 
@@ -434,6 +461,8 @@ def run_files(
     if not compiled.any():
         return results
 
+    if trace is not None and vm != "python":
+        _trace_jax(trace, program, compiled, limits)
     # the module bodies (a lane that did not compile gets no steps)
     budget = np.where(compiled, limits.max_steps, 0).astype(np.int32)
     waiting: list[int] = []  # lanes whose module body returned, for --entry

@@ -20,6 +20,10 @@ Layout of ``Debug`` (F = limits.max_funcs, L = limits.max_locals; padding -1 / 0
     slot_col  Int32[B, F, L]  its column
     slot_type Int32[B, F, L]  isa.T_* of each variable slot (the parameters' types are
                               DebugInfo.param_types)
+    error_args Int32[B, 3]    a type conflict's message parameters: (site, the first type,
+                              this type), typecheck.TYPE_SITE and isa.T_*; zeros otherwise
+
+A program with a compile error has padding everywhere but ``error_args``.
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ class Debug(NamedTuple):
     slot_line: object  # Int32[Array, "B F L"]
     slot_col: object  # Int32[Array, "B F L"]
     slot_type: object  # Int32[Array, "B F L"]
+    error_args: object  # Int32[Array, "B 3"]
 
 
 class DebugInfo(NamedTuple):
@@ -58,6 +63,7 @@ class DebugInfo(NamedTuple):
     param_types: tuple  # tuple[tuple[int]]  isa.T_* of each parameter
     source_lines: tuple  # tuple[str]  the source split into lines
     message: str  # the full error message when the compiler words it itself, else ''
+    error_args: tuple = ()  # (site, first type, this type) of a type conflict, if known
 
 
 def source_text(source: str | bytes) -> str:
@@ -66,10 +72,10 @@ def source_text(source: str | bytes) -> str:
     return source.decode("utf-8", "replace") if isinstance(source, bytes) else source
 
 
-def module_only(source: str | bytes, message: str = "") -> DebugInfo:
+def module_only(source: str | bytes, message: str = "", error_args: tuple = ()) -> DebugInfo:
     """The DebugInfo of a program that did not compile."""
     lines = tuple(source_lines(source_text(source)))
-    return DebugInfo(("<module>",), (1,), ((),), ((),), lines, message)
+    return DebugInfo(("<module>",), (1,), ((),), ((),), lines, message, error_args)
 
 
 # -- on the device ----------------------------------------------------------------------
@@ -80,7 +86,7 @@ def empty(limits) -> Debug:
     F, L = limits.max_funcs, limits.max_locals
     m = jnp.full((F, L), -1, jnp.int32)
     return Debug(jnp.zeros((F,), jnp.int32), jnp.full((F,), -1, jnp.int32), m, m,
-                 jnp.zeros((F, L), jnp.int32))  # fmt: skip
+                 jnp.zeros((F, L), jnp.int32), jnp.zeros((3,), jnp.int32))  # fmt: skip
 
 
 def debug_arrays(ast, sc, ty, limits) -> Debug:
@@ -129,7 +135,8 @@ def debug_arrays(ast, sc, ty, limits) -> Debug:
     rep = named & (sc.rep == idx)
     tkey = jnp.where(rep, key, F * L)
     slot_type = jnp.zeros((F * L + 1,), i32).at[tkey].set(mask_to_type(ty.var))[: F * L]
-    return Debug(fn_line, fn_col, slot_line, slot_col, slot_type.reshape(F, L))
+    args = ty.err_args if ty.err_args is not None else jnp.zeros((3,), i32)
+    return Debug(fn_line, fn_col, slot_line, slot_col, slot_type.reshape(F, L), args)
 
 
 # -- on the host ------------------------------------------------------------------------
@@ -153,7 +160,8 @@ def from_arrays(debug: Debug, program: isa.Program, source: str | bytes, message
     """The DebugInfo of ONE program from its Debug and Program rows (numpy or jax arrays,
     unbatched) and its source. ``compiled=False``: the module alone (as for an error)."""
     if not compiled:
-        return module_only(source, message)
+        args = tuple(int(x) for x in np.asarray(debug.error_args))
+        return module_only(source, message, args if any(args) else ())
     text = source_text(source)
     lines = tuple(source_lines(text))
     starts = [0] + [m.end() for m in _LINE_START.finditer(text)]

@@ -237,6 +237,11 @@ class Type(enum.IntEnum):
     BUILTIN_ARITY = 5
 
 
+# What a type conflict is about, for its message (jaxcc.format words each as the reference
+# compiler does): the device's Debug.error_args = (site, the first type, this type), the
+# types as isa.T_*; zeros for other errors.
+TYPE_SITE = {"variable": 1, "parameter": 2, "return": 3, "falls_off": 4, "operands": 5}
+
 TYPE_MESSAGES = {
     Type.MIXED: "value would be sometimes int and sometimes bool",
     Type.NONE_VALUE: "a value of type None is used",

@@ -27,9 +27,9 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from jaxcc import errors
-from jaxcc.errors import Code
-from jaxcc.isa import Op
+from jaxcc import errors, ops
+from jaxcc.errors import TYPE_SITE, Code
+from jaxcc.isa import T_BOOL, T_INT, T_NONE, Op
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # a name, a prefixed (0x 0o 0b) literal or a run of decimal digits and underscores
@@ -185,16 +185,110 @@ def _header(source: str, line: int) -> str | None:
     return f"after {kind} on line {j + 1}" if kind else None
 
 
-def _compile_message(code: int, detail: int, source: str, line: int, col: int) -> str:
+_TYPE_NAME = {T_INT: "int", T_BOOL: "bool", T_NONE: "None"}
+
+
+def _callee_and_index(code: str, at: int) -> tuple[str, int] | None:
+    """The function called and the argument's index, for the argument starting at ``at``."""
+    depth, commas, k = 0, 0, at - 1
+    while k >= 0:
+        ch = code[k]
+        if ch in ")]}":
+            depth += 1
+        elif ch in "([{" and depth:
+            depth -= 1
+        elif ch == "(":  # the call's own parenthesis, or one that groups the argument
+            j = k - 1
+            while j >= 0 and code[j] in " \t\f\\\r\n":
+                j -= 1
+            m = re.search(r"[A-Za-z_][A-Za-z0-9_]*$", code[: j + 1])
+            if m:
+                return m.group(0), commas
+            commas = 0
+        elif ch == "," and not depth:
+            commas += 1
+        k -= 1
+    return None
+
+
+def _param_name(code: str, fn: str, i: int) -> str | None:
+    d = _def_at(code, fn)
+    if d is None:
+        return None
+    depth, start = 0, d.end() + 1
+    names = []
+    for k in range(d.end(), len(code)):
+        ch = code[k]
+        depth += ch in "([{"
+        depth -= ch in ")]}"
+        if (ch == "," and depth == 1) or depth == 0:
+            m = _IDENT.search(code, start, k)
+            names.append(m.group(0) if m else None)
+            start = k + 1
+            if depth == 0:
+                break
+    return names[i] if 0 <= i < len(names) else None
+
+
+def _enclosing_def(code: str, at: int) -> str | None:
+    """The function whose body holds offset ``at`` (defs are top-level in the subset)."""
+    name = None
+    for m in re.finditer(rf"^{_DEF_CONT}([A-Za-z_][A-Za-z0-9_]*)", code, re.M):
+        if m.start() > at:
+            break
+        name = m.group(1)
+    return name
+
+
+def _type_conflict(source: str, line: int, col: int, args: tuple) -> str | None:
+    """The reference's wording of a type conflict from the device's (site, first, this)."""
+    site, first, this = args
+    code, at = _code(source), _offset(source, line, col)
+    if at is None or first not in _TYPE_NAME or this not in _TYPE_NAME:
+        return None
+    word = _word_at(_source_line(source, line), col)
+    if site == TYPE_SITE["operands"]:
+        return "operands would be sometimes int and sometimes bool"
+    if site == TYPE_SITE["falls_off"]:
+        m = _DEF_NAME.match(code, at)
+        return m and f"function '{m.group(1)}' returns {_TYPE_NAME[this]} but can reach its end"
+    if site == TYPE_SITE["variable"] and word:
+        what = f"variable '{word}'"
+    elif site == TYPE_SITE["parameter"]:
+        call = _callee_and_index(code, at)
+        p = call and _param_name(code, *call)
+        if not p:
+            return None
+        what = f"parameter '{p}' of '{call[0]}'"
+    elif site == TYPE_SITE["return"]:
+        fn = _enclosing_def(code, at)
+        if not fn:
+            return None
+        what = f"the return type of '{fn}'"
+    else:
+        return None
+    return f"{what} is {_TYPE_NAME[first]} but this is {_TYPE_NAME[this]}"
+
+
+def _compile_message(code: int, detail: int, source: str, line: int, col: int, args=()) -> str:
     msg = _message(code, detail)
     text = _source_line(source, line)
     source = _text(source)
     word = _word_at(text, col)
+    if code == Code.TYPE and len(args) == 3:
+        worded = _type_conflict(source, line, col, args)
+        if worded:
+            return worded
     if code == Code.NAME and word and _CALL_PAREN.match(text, col + len(word)):
         if _def_at(_code(source), word):  # a call in the module body before the def
             return f"name '{word}' is not defined (called before its def)"
     if code == Code.TYPE and detail == errors.Type.ARITY and word:
         return _arity(source, line, col, word) or msg
+    if code == Code.TYPE and detail == errors.Type.BUILTIN_ARITY and word in ops.RESERVED_NAMES:
+        at = _offset(source, line, col)
+        call = _CALL_PAREN.match(_code(source), at + len(word)) if at is not None else None
+        n = _items(_code(source), call.end() - 1) if call else None
+        return (n is not None and ops.arity_error(ops.builtin(word), n)) or msg
     if code == Code.INDENTATION and detail == errors.Syntax.EXPECTED_INDENT:
         after = _header(source, line)
         return f"{msg} {after}" if after else msg
@@ -279,7 +373,8 @@ def describe(err, source="", debug=None, program=None) -> ErrorText | None:
     line, col = int(err.line), int(err.col)
     exc = errors.EXCEPTION_NAME.get(code, "Error")
     given = None if debug is None else debug.message  # a compiler's own wording, if any
-    msg = given if given else _compile_message(code, detail, source, line, col)
+    args = () if debug is None else debug.error_args
+    msg = given if given else _compile_message(code, detail, source, line, col, args)
     return ErrorText(exc, msg, line, col, "", False)
 
 

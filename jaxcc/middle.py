@@ -19,7 +19,7 @@ import jax.numpy as jnp
 
 from jaxcc import debuginfo, isa
 from jaxcc.codegen import emit_code
-from jaxcc.errors import Error
+from jaxcc.errors import Code, Error
 from jaxcc.limits import Limits
 from jaxcc.resolve import Err, first_of, resolve_names
 from jaxcc.typecheck import infer_types
@@ -55,6 +55,7 @@ def _emit(st: State, limits: Limits) -> State:
     dbg = debuginfo.debug_arrays(st.ast, sc, st.types, limits)
     empty = debuginfo.empty(limits)
     dbg = debuginfo.Debug(*(jnp.where(bad, e, x) for x, e in zip(dbg, empty, strict=True)))
+    dbg = dbg._replace(error_args=jnp.where(err.code == Code.TYPE, st.types.err_args, 0))
     return st._replace(program=prog, final=err, debug=dbg)
 
 

@@ -167,11 +167,16 @@ class Cand(NamedTuple):
 
 def pick(cands: list[Cand]) -> Err:
     """The candidate with the smallest key over all of them (first listed on ties)."""
-    best = (jnp.int32(BIG), no_err())
+    return pick_node(cands)[0]
+
+
+def pick_node(cands: list[Cand]):
+    """``pick``, and the node the chosen error is at (-1 when there is none)."""
+    best = (jnp.int32(BIG), no_err(), jnp.int32(-1))
     for c in cands:
         n = c.mask.shape[0]
         key = jnp.where(c.mask, c.keys[0] * 64 + c.keys[1], BIG)
-        j = jnp.argmin(key)
+        j = jnp.argmin(key).astype(I32)
         k = key[j]
         det = jnp.broadcast_to(jnp.asarray(c.detail, I32), (n,))[j]
         e = Err(jnp.int32(c.code), c.line[j], c.col[j], det)
@@ -179,8 +184,9 @@ def pick(cands: list[Cand]) -> Err:
         best = (
             jnp.where(take, k, best[0]),
             Err(*(jnp.where(take, x, y) for x, y in zip(e, best[1], strict=True))),
+            jnp.where(take, j, best[2]),
         )
-    return best[1]
+    return best[1], best[2]
 
 
 def first_of(*errs: Err) -> Err:

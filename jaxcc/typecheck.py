@@ -24,7 +24,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from jaxcc import isa, ops
-from jaxcc.errors import Code, Type
+from jaxcc.errors import TYPE_SITE, Code, Type
 from jaxcc.resolve import (
     B_RANGE,
     BIG,
@@ -33,7 +33,7 @@ from jaxcc.resolve import (
     Err,
     builtin_codes,
     gather,
-    pick,
+    pick_node,
     tree_fixpoint,
 )
 from jaxcc.syntax import Ann, ConstKind, Ctx, Node
@@ -116,6 +116,8 @@ class Types(NamedTuple):
     ret: object  # Int32[N]  at function nodes: the result mask (BOT resolved to INT)
     terminates: object  # Bool[N]  statements / blocks that "terminate" (the return rule)
     err: Err
+    err_args: object = None  # Int32[3]  the error's message parameters (see TYPE_SITE)
+
 
 
 def infer_types(ast, sc, limits) -> Types:
@@ -376,9 +378,25 @@ def infer_types(ast, sc, limits) -> Types:
     body_term = gather(term, c1, False)
     falls = is_fdef & ((ret == M_INT) | (ret == M_BOOL)) & ~body_term
     cands.append(Cand(falls, Code.TYPE, Type.RETURN_MISMATCH, line, col, (walk, 0)))
-    err = pick(cands)
+    err, at = pick_node(cands)
+    # the message parameters at each node that can hold a type conflict
+    T = mask_to_type
+    sites = [
+        (bad_s, TYPE_SITE["variable"], gather(first_m, s_rep, BOT), s_type2),
+        (bad_a, TYPE_SITE["parameter"], gather(first_m, a_rep, BOT), tv),
+        (r_bad, TYPE_SITE["return"], gather(r_first_m, sc.fdef, BOT), r_m),
+        (falls, TYPE_SITE["falls_off"], ret, ret),
+        (mixed, TYPE_SITE["operands"], jnp.full((n,), M_INT, I32), jnp.full((n,), M_BOOL, I32)),
+    ]
+    site, first, this = (jnp.zeros((n,), I32) for _ in range(3))
+    for mask, code, f_m, t_m in reversed(sites):  # the first listed wins at a node
+        site = jnp.where(mask, code, site)
+        first, this = jnp.where(mask, T(f_m), first), jnp.where(mask, T(t_m), this)
+    j = jnp.clip(at, 0, n - 1)
+    args = jnp.where(at >= 0, jnp.stack([site[j], first[j], this[j]]), 0).astype(I32)
+    args = jnp.where(err.code == Code.TYPE, args, 0)
     ret_final = jnp.where(ret == BOT, M_INT, ret)
-    return Types(t=t, var=var, ret=ret_final, terminates=term, err=err)
+    return Types(t=t, var=var, ret=ret_final, terminates=term, err=err, err_args=args)
 
 
 def terminates(ast, sc):

@@ -109,13 +109,13 @@ def test_dis_names_locals_and_functions():
 
 
 # Compile-time messages the device compiler does not word as the reference yet (see
-# docs/errors.md): the two types of a type conflict, the column of an `in` comparison and
-# of a default argument, square brackets (rejected as unsupported before CPython's bracket
+# docs/errors.md): the column of an unindent that matches no outer level, of an `in`
+# comparison and of a default argument, square
+# brackets (rejected as unsupported before CPython's bracket
 # and syntax errors around them), and bytes that are not UTF-8 (CPython's decoder error).
 KNOWN = [
+    (r"unindent does not match any outer indentation level",) * 2,  # its column
     (r"unsupported: lists and subscripts", r"unmatched '\]'|invalid syntax"),
-    (r".*", r"(variable|parameter) '.*' is \w+ but this is \w+|the return type .*"),
-    (r".*", r"operands would be sometimes int and sometimes bool"),
     (r"unsupported: 'is' and 'in' comparisons", r"unsupported: 'is' and 'in' comparisons"),
     (r"unsupported: default arguments", r"unsupported: default arguments"),
     (r".*", r"\(unicode error\) 'utf-8' codec can't decode .*"),
@@ -158,6 +158,27 @@ def test_compile_messages_equal(both):
         (HAND[11], "expected an indented block after 'for' statement on line 1"),
         (HAND[12], "expected an indented block after function definition on line 1"),
         (HAND[13], "expected an indented block after 'if' statement on line 1"),
+        ("x = 0\nx = True\n", "variable 'x' is int but this is bool"),
+        ("y = True\nfor y in range(2):\n    pass\n", "variable 'y' is bool but this is int"),
+        (
+            "def f(a, b):\n    return a\nf(1, 2)\nf(1, (True))\n",
+            "parameter 'b' of 'f' is int but this is bool",
+        ),
+        ("def f(a: bool):\n    return a\nf(3)\n", "parameter 'a' of 'f' is bool but this is int"),
+        (
+            "def f(a):\n    if a:\n        return 1\n    return\n",
+            "the return type of 'f' is int but this is None",
+        ),
+        ("def f(a) -> int:\n    return a > 1\n", "the return type of 'f' is int but this is bool"),
+        (
+            "def f(a):\n    if a:\n        return True\n",
+            "function 'f' returns bool but can reach its end",
+        ),
+        ("x = 1\ny = x or True\n", "operands would be sometimes int and sometimes bool"),
+        ("print(min(1, True))\n", "operands would be sometimes int and sometimes bool"),
+        ("print(abs(1, 2))\n", "abs() takes exactly one argument (2 given)"),
+        ("for i in range(1, 2, 3, 4):\n    pass\n", "range expected 1 to 3 arguments, got 4"),
+        ("x = min(1)\n", "min() needs at least 2 arguments in jaxcc"),
     ],
 )
 def test_worded_as_the_reference(source, message):
