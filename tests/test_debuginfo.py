@@ -222,3 +222,21 @@ def test_program_arrays_are_unchanged_by_debug():
     for x, y in zip((*p1, *e1), (*p2, *e2), strict=True):
         assert np.array_equal(np.asarray(x), np.asarray(y))
     assert isinstance(p1, isa.Program)
+
+
+def test_trace_on_the_jax_vm(tmp_path, capsys):
+    """`jaxcc run --trace` on the JAX VM: the same instructions, in the same order, as the
+    reference interpreter's trace (lane, function, pc, opcode, argument)."""
+    from jaxcc import cli
+
+    path = tmp_path / "t.py"
+    path.write_text("def f(n):\n    return n * 2\nx = 1\nwhile x < 5:\n    x = f(x)\nprint(x)\n")
+    cols = {}
+    for vm in ("jax", "python"):
+        assert cli.main(["run", "--vm", vm, "--trace", str(path)]) == 0
+        out = capsys.readouterr()
+        assert out.out == "8\n"
+        rows = [line.split() + [""] for line in out.err.splitlines()]
+        cols[vm] = [r[:5] + [r[5] if r[5].lstrip("-").isdigit() else ""] for r in rows]
+    assert len(cols["jax"]) > 20
+    assert cols["jax"] == cols["python"]
