@@ -1,9 +1,8 @@
 """Test-wide settings: strict JAX promotion, the persistent compilation cache, --slow,
 Hypothesis profiles (fixed examples by default, fresh ones with --slow)."""
 
-import os
-
 import gc
+import os
 
 import jax
 import pytest
