@@ -35,6 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxcc import isa
+from jaxcc.arrays import BIG, I32
 from jaxcc.errors import source_lines, without_bom
 
 TEMP_NAME = "$cmp"  # the hidden temporary's name (chained comparisons keep a value there)
@@ -106,9 +107,8 @@ def debug_arrays(ast, sc, ty, limits) -> Debug:
     from jaxcc.typecheck import mask_to_type  # noqa: PLC0415
 
     F, L = limits.max_funcs, limits.max_locals
-    i32 = jnp.int32
     n = ast.kind.shape[0]
-    idx = jnp.arange(n, dtype=i32)
+    idx = jnp.arange(n, dtype=I32)
     live = idx < ast.n_nodes
     root = jnp.maximum(ast.n_nodes - 1, 0)
 
@@ -116,26 +116,25 @@ def debug_arrays(ast, sc, ty, limits) -> Debug:
     fnode = live & sc.is_fn
     fid = jnp.where(idx == root, 0, sc.fid)
     fslot = jnp.where(fnode & (fid >= 0) & (fid < F), fid, F)
-    fn_line = jnp.zeros((F + 1,), i32).at[fslot].set(jnp.where(idx == root, 1, ast.line))[:F]
-    fn_col = jnp.full((F + 1,), -1, i32).at[fslot].set(jnp.where(idx == root, -1, ast.col))[:F]
+    fn_line = jnp.zeros((F + 1,), I32).at[fslot].set(jnp.where(idx == root, 1, ast.line))[:F]
+    fn_col = jnp.full((F + 1,), -1, I32).at[fslot].set(jnp.where(idx == root, -1, ast.col))[:F]
 
     # slots: the first node in source order that names each (function, slot)
     named = live & ((ast.kind == Node.NAME) | (ast.kind == Node.PARAM)) & (sc.slot >= 0)
     named &= (sc.fn >= 0) & (sc.fn < F) & (sc.slot < L)
     key = jnp.where(named, sc.fn * L + sc.slot, F * L)
-    big = jnp.iinfo(jnp.int32).max
-    first = jnp.full((F * L + 1,), big, i32).at[key].min(sc.preorder)[: F * L]
-    node_of_rank = jnp.zeros((n,), i32).at[sc.preorder].set(idx)
+    first = jnp.full((F * L + 1,), BIG, I32).at[key].min(sc.preorder)[: F * L]
+    node_of_rank = jnp.zeros((n,), I32).at[sc.preorder].set(idx)
     node = node_of_rank[jnp.clip(first, 0, n - 1)]
-    found = first != big
+    found = first != BIG
     slot_line = jnp.where(found, ast.line[node], -1).reshape(F, L)
     slot_col = jnp.where(found, ast.col[node], -1).reshape(F, L)
 
     # types: at each variable's first definer
     rep = named & (sc.rep == idx)
     tkey = jnp.where(rep, key, F * L)
-    slot_type = jnp.zeros((F * L + 1,), i32).at[tkey].set(mask_to_type(ty.var))[: F * L]
-    args = ty.err_args if ty.err_args is not None else jnp.zeros((3,), i32)
+    slot_type = jnp.zeros((F * L + 1,), I32).at[tkey].set(mask_to_type(ty.var))[: F * L]
+    args = ty.err_args if ty.err_args is not None else jnp.zeros((3,), I32)
     return Debug(fn_line, fn_col, slot_line, slot_col, slot_type.reshape(F, L), args)
 
 

@@ -22,6 +22,7 @@ import numpy as np
 from jax import lax
 
 from jaxcc import lexer_tables as LT
+from jaxcc.arrays import I32, gather
 from jaxcc.errors import (
     INT_MAX_STR_DIGITS,
     MAX_INDENT_LEVEL,
@@ -37,7 +38,6 @@ from jaxcc.lexer_tables import C, S
 from jaxcc.limits import DEFAULT, Limits
 from jaxcc.tokens import KEYWORDS_AFTER_NUMBER, N_RESERVED_NAMES, Tok, Tokens
 
-i32 = jnp.int32
 # how lex's DFA scan composes transition functions (read at trace time): "vector" composes
 # the 41-state vectors; "merge" looks up the merge table, faster alone on the CPU but the
 # whole lexer compiled far more slowly with it; not yet measured on the GPU (docs/lexer.md)
@@ -68,13 +68,6 @@ def _shift_left(x, fill):
     return jnp.concatenate([x[1:], jnp.full((1,), fill, x.dtype)])
 
 
-def _at(x, i, fill=0):
-    """x[i] with i possibly out of [0, len): fill there (gathers clamp otherwise)."""
-    n = x.shape[0]
-    ok = (i >= 0) & (i < n)
-    return jnp.where(ok, x[jnp.clip(i, 0, n - 1)], jnp.asarray(fill, x.dtype))
-
-
 # --------------------------------------------------------------------------- DFA
 
 
@@ -102,7 +95,7 @@ def _dfa_states(cls, mode: str, tables=None):
         F = state_of.shape[0]
 
         def combine(a, b):  # a earlier, b later
-            return merge[a * F + b].astype(i32)
+            return merge[a * F + b].astype(I32)
 
         prefix = lax.associative_scan(combine, gen_id[cls], axis=0)
         return state_of[prefix]
@@ -112,7 +105,7 @@ def _dfa_states(cls, mode: str, tables=None):
         return jnp.take_along_axis(b, a, axis=-1)
 
     prefix = lax.associative_scan(compose, f, axis=0)
-    return prefix[:, 0].astype(i32)
+    return prefix[:, 0].astype(I32)
 
 
 def _indent_columns(b, idx, line_start, pos):
@@ -137,14 +130,14 @@ def _indent_columns(b, idx, line_start, pos):
     ff = b == ord("\f")
     last_nonsp = _cummax(jnp.where(sp, -1, idx))
     run_before = idx - _shift_right(last_nonsp, -1) - 1  # spaces just before i
-    contrib = jnp.where(tab, run_before // 8 + 1, 0).astype(i32)
+    contrib = jnp.where(tab, run_before // 8 + 1, 0).astype(I32)
     tc = jnp.cumsum(contrib)
     last_ff = _cummax(jnp.where(ff, idx, -1))
     last_tab = _cummax(jnp.where(tab, idx, -1))
     p1 = pos - 1
-    seg = jnp.maximum(line_start, _at(last_ff, p1, -1) + 1)  # after the last form feed
-    tabs8 = _at(tc, p1, 0) - _at(tc, seg - 1, 0)
-    lt = _at(last_tab, p1, -1)
+    seg = jnp.maximum(line_start, gather(last_ff, p1, -1) + 1)  # after the last form feed
+    tabs8 = gather(tc, p1, 0) - gather(tc, seg - 1, 0)
+    lt = gather(last_tab, p1, -1)
     tail = pos - jnp.maximum(jnp.where(lt >= seg, lt + 1, seg), seg)
     return jnp.where(pos > line_start, 8 * tabs8 + tail, 0)
 
@@ -178,11 +171,11 @@ def _lex_one(src, length, tables, limits: Limits):
     N = src.shape[0]
     T = limits.max_tokens
     K = T + 2  # statement lines kept (each but the last ends with a NEWLINE token)
-    idx = jnp.arange(N, dtype=i32)
-    length = jnp.asarray(length, i32)
+    idx = jnp.arange(N, dtype=I32)
+    length = jnp.asarray(length, I32)
     n = jnp.minimum(length, N)
     valid = idx < n
-    b = jnp.where(valid, src.astype(i32), LT.PAD_BYTE)  # Int32[N]
+    b = jnp.where(valid, src.astype(I32), LT.PAD_BYTE)  # Int32[N]
     cls = _c(LT.BYTE_CLASS)[b]
     b_next = _shift_left(b, LT.PAD_BYTE)
     b_next2 = _shift_left(b_next, LT.PAD_BYTE)
@@ -223,11 +216,11 @@ def _lex_one(src, length, tables, limits: Limits):
     is_start = (dfa_start & ~inside) | split_at
     tok_start, tok_end = _bounds(is_start, idx, n)
     first_cls = cls[tok_start]
-    last_b = _at(b, tok_end - 1, LT.PAD_BYTE)
+    last_b = gather(b, tok_end - 1, LT.PAD_BYTE)
 
     # ---- lines
     is_nl = (b == ord("\n")) & valid
-    n_nl_before = jnp.cumsum(is_nl.astype(i32)) - is_nl.astype(i32)
+    n_nl_before = jnp.cumsum(is_nl.astype(I32)) - is_nl.astype(I32)
     line_no = n_nl_before + 1
     is_ls = valid & ((idx == 0) | (b_prev == ord("\n")))
     line_start = _cummax(jnp.where(is_ls, idx, 0))
@@ -247,7 +240,7 @@ def _lex_one(src, length, tables, limits: Limits):
     # brackets and continuation decide which lines start statements
     opens = is_start & ((b == ord("(")) | (b == ord("[")) | (b == ord("{")))
     closes = is_start & ((b == ord(")")) | (b == ord("]")) | (b == ord("}")))
-    delta = opens.astype(i32) - closes.astype(i32)
+    delta = opens.astype(I32) - closes.astype(I32)
     paren_incl = jnp.cumsum(delta)
     paren_before = paren_incl - delta
     paren_final = paren_incl[-1]
@@ -260,21 +253,21 @@ def _lex_one(src, length, tables, limits: Limits):
     first_nonws = _rcummin(jnp.where(ws3 & valid, N + 1, idx))
     first_nonws = jnp.minimum(first_nonws, n)
     pos = first_nonws  # at line starts: tokenize's `pos`
-    pos_b = _at(b, pos, LT.PAD_BYTE)
+    pos_b = gather(b, pos, LT.PAD_BYTE)
     blank = (pos >= n) | (pos_b == ord("#")) | (pos_b == ord("\r")) | (pos_b == ord("\n"))
     column = _indent_columns(b, idx, idx, pos)  # meaningful at line starts
     stmt_line = is_stmt_mode & ~blank  # lines that take part in indentation
     line_blank_stmt = (is_stmt_mode & blank)[line_start]  # per byte: its line is a blank one
 
     # ---- the indentation stack over statement lines (compacted to K slots)
-    sidx = jnp.cumsum(stmt_line.astype(i32)) - 1
+    sidx = jnp.cumsum(stmt_line.astype(I32)) - 1
     n_stmt = jnp.minimum(sidx[-1] + 1, K)
     tgt = jnp.where(stmt_line, sidx, K)
-    k_pos = jnp.zeros(K, i32).at[tgt].set(pos, mode="drop")
-    k_col = jnp.full(K, _BIG, i32).at[tgt].set(column, mode="drop")
-    k_ls = jnp.zeros(K, i32).at[tgt].set(idx, mode="drop")
-    k_line = jnp.zeros(K, i32).at[tgt].set(line_no, mode="drop")
-    kk = jnp.arange(K, dtype=i32)
+    k_pos = jnp.zeros(K, I32).at[tgt].set(pos, mode="drop")
+    k_col = jnp.full(K, _BIG, I32).at[tgt].set(column, mode="drop")
+    k_ls = jnp.zeros(K, I32).at[tgt].set(idx, mode="drop")
+    k_line = jnp.zeros(K, I32).at[tgt].set(line_no, mode="drop")
+    kk = jnp.arange(K, dtype=I32)
     k_ok = kk < n_stmt
     ind = _indent_stack(k_col, k_ok, limits.max_indent)
     k_prev_col = _shift_right(k_col, 0)
@@ -287,10 +280,10 @@ def _lex_one(src, length, tables, limits: Limits):
     # the depth is exact up to max_indent + 1, so a smaller max_indent stops earlier
     k_too_many = k_indent & (ind.depth > MAX_INDENT_LEVEL)
     k_count = jnp.where(k_indent, 1, k_n_ded)
-    depth_final = jnp.where(n_stmt > 0, _at(ind.depth, n_stmt - 1, 0), 0)
+    depth_final = jnp.where(n_stmt > 0, gather(ind.depth, n_stmt - 1, 0), 0)
 
     # per byte: tokens the statement line at this byte emits before its first token
-    cnt_line = jnp.zeros(N + 1, i32).at[jnp.where(k_ok, k_pos, N + 1)].add(k_count, mode="drop")[:N]
+    cnt_line = jnp.zeros(N + 1, I32).at[jnp.where(k_ok, k_pos, N + 1)].add(k_count, mode="drop")[:N]
 
     # ---- numbers: values
     b1 = b_next | 0x20
@@ -305,29 +298,29 @@ def _lex_one(src, length, tables, limits: Limits):
     base_of = base_ix[s_of]
     in_m = num_of & (idx < me_of) & (idx >= s_of + jnp.where(pre_of, 2, 0)) & (b != ord("_"))
     dig = _c(LT.DIGIT_VALUE)[b]
-    dc = jnp.cumsum(in_m.astype(i32))  # digits up to and including i
-    e_after = _at(dc, me_of - 1, 0) - dc  # digits of the literal after this one
+    dc = jnp.cumsum(in_m.astype(I32))  # digits up to and including i
+    e_after = gather(dc, me_of - 1, 0) - dc  # digits of the literal after this one
     pw = _c(LT.POW)[base_of, jnp.minimum(e_after, 32)]
     contrib = jnp.where(in_m, dig.astype(u32) * pw, _c(0, u32))
     vc = jnp.cumsum(contrib, dtype=u32)
     vc_before = _shift_right(vc, _c(0, u32))
-    value_u = _at(vc, m_end - 1, 0).astype(u32) - vc_before
+    value_u = gather(vc, m_end - 1, 0).astype(u32) - vc_before
     nz = _rcummin(jnp.where(in_m & (dig > 0), idx, _BIG))
     p1 = nz
     has_sig = p1 < m_end
-    sig = jnp.where(has_sig, _at(dc, m_end - 1, 0) - _at(dc, p1, 0) + 1, 0)
-    d1 = _at(dig, p1, 0)
+    sig = jnp.where(has_sig, gather(dc, m_end - 1, 0) - gather(dc, p1, 0) + 1, 0)
+    d1 = gather(dig, p1, 0)
     lim = _c(LT.SIG_LIMIT)[base_ix]
     too_big = (sig > lim) | (
         (sig == lim) & ((_c(LT.LEAD_CHECK)[base_ix] & (d1 >= 3)) | (value_u > _c(2**31, u32)))
     )
-    num_value = lax.bitcast_convert_type(value_u, i32)
+    num_value = lax.bitcast_convert_type(value_u, I32)
     # a NUMBER glued to a digit, or to a name that is not a keyword (host_lex: `1if` is
     # fine, `1x` and `007` are not); an unsupported keyword reports itself instead
-    nxt_digit = _at((cls >= C.D0) & (cls <= C.D89), m_end, False)
+    nxt_digit = gather((cls >= C.D0) & (cls <= C.D89), m_end, False)
 
     # ---- names: exact keyword lookup for names of <= 8 bytes
-    w = [_at(b, idx + k, 0) for k in range(8)]
+    w = [gather(b, idx + k, 0) for k in range(8)]
     w = [jnp.where(k < tok_len, w[k], 0).astype(u32) for k in range(8)]
     w0 = w[0] | (w[1] << 8) | (w[2] << 16) | (w[3] << 24)
     w1 = w[4] | (w[5] << 8) | (w[6] << 16) | (w[7] << 24)
@@ -374,12 +367,12 @@ def _lex_one(src, length, tables, limits: Limits):
     nl_next = _rcummin(jnp.where(is_nl | ~valid, idx, n))  # the '\n' ending i's line (or n)
     is_sq = b == sq
     tri = (b_next == b) & (b_next2 == b)
-    close1 = jnp.where(is_sq, _at(nxt_uq_s, idx + 1, _BIG), _at(nxt_uq_d, idx + 1, _BIG))
+    close1 = jnp.where(is_sq, gather(nxt_uq_s, idx + 1, _BIG), gather(nxt_uq_d, idx + 1, _BIG))
     closed = close1 < nl_next
-    tri_close = jnp.where(is_sq, _at(nxt_tri_s, idx + 3, _BIG), _at(nxt_tri_d, idx + 3, _BIG))
+    tri_close = jnp.where(is_sq, gather(nxt_tri_s, idx + 3, _BIG), gather(nxt_tri_d, idx + 3, _BIG))
     e_nl = nl_next
-    bm1, bm2 = _at(b, e_nl - 1, 0), _at(b, e_nl - 2, 0)
-    em1, em2 = _at(escaped, e_nl - 1, True), _at(escaped, e_nl - 2, True)
+    bm1, bm2 = gather(b, e_nl - 1, 0), gather(b, e_nl - 2, 0)
+    em1, em2 = gather(escaped, e_nl - 1, True), gather(escaped, e_nl - 2, True)
     cont = (e_nl < n) & (
         ((bm1 == ord("\\")) & ~em1) | ((bm1 == ord("\r")) & (bm2 == ord("\\")) & ~em2)
     )
@@ -387,20 +380,20 @@ def _lex_one(src, length, tables, limits: Limits):
     # not end in a backslash (tokenize: ERRORTOKEN) or the file ends (TokenError)
     ln_end = nl_next
     raw_bsl = (ln_end < n) & (
-        (_at(b, ln_end - 1, 0) == ord("\\"))
-        | ((_at(b, ln_end - 1, 0) == ord("\r")) & (_at(b, ln_end - 2, 0) == ord("\\")))
+        (gather(b, ln_end - 1, 0) == ord("\\"))
+        | ((gather(b, ln_end - 1, 0) == ord("\r")) & (gather(b, ln_end - 2, 0) == ord("\\")))
     )
     has_s = nxt_uq_s < ln_end
     has_d = nxt_uq_d < ln_end
     stop_s = _rcummin(jnp.where(is_ls & (has_s | ~raw_bsl), idx, _BIG))
     stop_d = _rcummin(jnp.where(is_ls & (has_d | ~raw_bsl), idx, _BIG))
-    stop = jnp.where(is_sq, _at(stop_s, e_nl + 1, _BIG), _at(stop_d, e_nl + 1, _BIG))
-    stop_has = jnp.where(is_sq, _at(has_s, stop, False), _at(has_d, stop, False))
-    prev_s = _at(tok_start, idx - 1, 0)
-    prev_name = (idx > 0) & _at(t_name, prev_s, False) & (_at(tok_end, prev_s, 0) == idx)
+    stop = jnp.where(is_sq, gather(stop_s, e_nl + 1, _BIG), gather(stop_d, e_nl + 1, _BIG))
+    stop_has = jnp.where(is_sq, gather(has_s, stop, False), gather(has_d, stop, False))
+    prev_s = gather(tok_start, idx - 1, 0)
+    prev_name = (idx > 0) & gather(t_name, prev_s, False) & (gather(tok_end, prev_s, 0) == idx)
     plen = idx - prev_s
-    pc0 = _at(b, prev_s, 0) | 0x20
-    pc1 = _at(b, prev_s + 1, 0) | 0x20
+    pc0 = gather(b, prev_s, 0) | 0x20
+    pc1 = gather(b, prev_s + 1, 0) | 0x20
     one = (pc0 == ord("r")) | (pc0 == ord("u")) | (pc0 == ord("f")) | (pc0 == ord("b"))
     two = (((pc0 == ord("b")) | (pc0 == ord("f"))) & (pc1 == ord("r"))) | (
         (pc0 == ord("r")) & ((pc1 == ord("b")) | (pc1 == ord("f")))
@@ -437,7 +430,7 @@ def _lex_one(src, length, tables, limits: Limits):
 
     # ---- token-level errors (at their event byte): code * 64 + detail, 0 = none
     E_INVCH = Code.SYNTAX * 64 + Syntax.INVALID_CHARACTER
-    err = jnp.zeros(N, i32)
+    err = jnp.zeros(N, I32)
     # a printable ASCII byte outside the language (`$ ? \``) is CPython's "invalid syntax";
     # a control character its "invalid non-printable character"
     printable = (b >= ord("!")) & (b <= ord("~"))
@@ -484,15 +477,15 @@ def _lex_one(src, length, tables, limits: Limits):
     # error keys: 4*byte + 0 line-level, + 2 token-level (a number glued to a word: +2
     # at the word's byte, losing ties to that word's own error)
     key_tok = jnp.where(err != 0, 4 * idx + 2, _BIG)
-    nxt_name = _at(t_name & (word_kind != LT.WORD_KIND_KEYWORD), m_end, False)
+    nxt_name = gather(t_name & (word_kind != LT.WORD_KIND_KEYWORD), m_end, False)
     # a keyword glued to a number: CPython lets only these follow one (`1if`), and reads
     # `0or` as the octal prefix `0o`
     kw_kind = jnp.where(n_kw, word_val, 0)
     after_ok = functools.reduce(
         jnp.logical_or, [kw_kind == k for k in KEYWORDS_AFTER_NUMBER], jnp.zeros_like(n_kw)
     )
-    nxt_kw = _at(n_kw & ~after_ok, m_end, False) | (
-        (m_end == idx + 1) & (b == ord("0")) & _at(kw_kind == Tok.KW_OR, m_end, False)
+    nxt_kw = gather(n_kw & ~after_ok, m_end, False) | (
+        (m_end == idx + 1) & (b == ord("0")) & gather(kw_kind == Tok.KW_OR, m_end, False)
     )
     gl = t_num & (num_err == 0) & ~n_imag & ~n_float & (nxt_digit | nxt_name | nxt_kw)
     # CPython's "leading zeros in decimal integer literals" (`007`, `0_7`, `01x`): a number
@@ -502,7 +495,7 @@ def _lex_one(src, length, tables, limits: Limits):
     du_end = _rcummin(jnp.where(valid & (is_dig | (b == ord("_"))), N, idx))
     bad_us = (b == ord("_")) & ~_shift_left(is_dig, False)
     bad_us_next = _rcummin(jnp.where(valid & bad_us, idx, _BIG))
-    after_run = _at(b, du_end, 0)
+    after_run = gather(b, du_end, 0)
     tail_ok = (
         (is_19 | ((b == ord("_")) & _shift_left(is_19, False)))
         & (bad_us_next >= du_end)
@@ -515,37 +508,37 @@ def _lex_one(src, length, tables, limits: Limits):
     )
     not_zu = valid & (b != ord("0")) & (b != ord("_"))
     zeros_to = _rcummin(jnp.where(not_zu, idx, _BIG))  # first byte at/after i not 0 or _
-    only_zeros = (b == ord("0")) & (_at(zeros_to, idx + 1, _BIG) >= m_end)
-    gl_dec = gl & only_zeros & _at(tail_ok, m_end, False)
+    only_zeros = (b == ord("0")) & (gather(zeros_to, idx + 1, _BIG) >= m_end)
+    gl_dec = gl & only_zeros & gather(tail_ok, m_end, False)
     key_gl = jnp.where(gl, 4 * m_end + 2, _BIG)
     key_str = jnp.where(t_quote, 4 * str_at + 2, _BIG)
 
     # ---- EOF
-    n_nl_total = jnp.sum(is_nl.astype(i32))
-    last_b_file = _at(b, n - 1, ord("\n"))
+    n_nl_total = jnp.sum(is_nl.astype(I32))
+    last_b_file = gather(b, n - 1, ord("\n"))
     partial = (n > 0) & (last_b_file != ord("\n"))
-    ls_last = _at(line_start, n - 1, 0)
-    last_stmt_mode = _at(is_stmt_mode, ls_last, False)
-    last_pos = _at(pos, ls_last, n)
+    ls_last = gather(line_start, n - 1, 0)
+    last_stmt_mode = gather(is_stmt_mode, ls_last, False)
+    last_pos = gather(pos, ls_last, n)
     ws_only_break = partial & last_stmt_mode & (last_pos >= n)
-    l_end = n_nl_total + 1 + (partial & ~ws_only_break).astype(i32)
+    l_end = n_nl_total + 1 + (partial & ~ws_only_break).astype(I32)
     strip_ws = ws3 | (b == 0x0B) | ((b >= 0x1C) & (b <= 0x1F)) | (b == ord("\r"))
     first_nonstrip = _rcummin(jnp.where(strip_ws & valid, _BIG, idx))
-    last_is_comment = _at(b, _at(first_nonstrip, ls_last, _BIG), 0) == ord("#")
-    eof_nl = partial & last_stmt_mode & (_at(b, last_pos, 0) == ord("#"))
+    last_is_comment = gather(b, gather(first_nonstrip, ls_last, _BIG), 0) == ord("#")
+    eof_nl = partial & last_stmt_mode & (gather(b, last_pos, 0) == ord("#"))
     eof_newline = partial & ~ws_only_break & (last_b_file != ord("\r")) & ~last_is_comment
-    ends_cont = (n > 0) & (last_b_file == ord("\n")) & _at(first_cls == C.BSL, n - 1, False)
+    ends_cont = (n > 0) & (last_b_file == ord("\n")) & gather(first_cls == C.BSL, n - 1, False)
     eof_err = (paren_final != 0) | ends_cont
     last_len = n - ls_last
-    eof_count = eof_nl.astype(i32) + eof_newline.astype(i32) + depth_final + 1
+    eof_count = eof_nl.astype(I32) + eof_newline.astype(I32) + depth_final + 1
 
     # ---- the first error
     k_err_key = jnp.where(k_ok & (k_bad_dedent | k_too_deep | k_too_many), 4 * k_pos + 0, _BIG)
     keys = [jnp.min(key_tok), jnp.min(key_str), jnp.min(key_gl), jnp.min(k_err_key)]
     keys.append(jnp.where(eof_err, 4 * n + 0, _BIG))
     # ties: token error < string < glued number (strings and glued words share bytes)
-    e_key = _c(_BIG, i32)
-    which = _c(-1, i32)
+    e_key = _c(_BIG, I32)
+    which = _c(-1, I32)
     for j, kj in enumerate(keys):  # strict: on a tie the earlier kind wins
         better = kj < e_key
         e_key = jnp.where(better, kj, e_key)
@@ -569,7 +562,7 @@ def _lex_one(src, length, tables, limits: Limits):
             err[i_tok],
             str_err[i_str],
             Code.SYNTAX * 64
-            + jnp.where(gl_dec[i_gl], Syntax.INVALID_DECIMAL, Syntax.INVALID_NUMBER).astype(i32),
+            + jnp.where(gl_dec[i_gl], Syntax.INVALID_DECIMAL, Syntax.INVALID_NUMBER).astype(I32),
             jnp.where(
                 k_bad_dedent[i_k],
                 Code.INDENTATION * 64 + Syntax.UNINDENT_MISMATCH,
@@ -579,8 +572,8 @@ def _lex_one(src, length, tables, limits: Limits):
                     Code.LIMIT * 64 + Limit.INDENT_DEPTH,
                 ),
             ),
-            _c(Code.SYNTAX * 64 + Syntax.EOF_IN_MULTILINE, i32),
-            _c(Code.SYNTAX * 64 + Syntax.NULL_BYTES, i32),
+            _c(Code.SYNTAX * 64 + Syntax.EOF_IN_MULTILINE, I32),
+            _c(Code.SYNTAX * 64 + Syntax.NULL_BYTES, I32),
         ],
         0,
     )
@@ -590,7 +583,7 @@ def _lex_one(src, length, tables, limits: Limits):
         [i_tok, str_at[i_str], i_gl, i_k_pos, nul_ls],
         0,
     )
-    e_line = jnp.where(which == 4, l_end, _at(line_no, e_byte, 0))
+    e_line = jnp.where(which == 4, l_end, gather(line_no, e_byte, 0))
     e_col = jnp.select(
         [which == 3, which == 4, which == 5],
         [
@@ -598,11 +591,11 @@ def _lex_one(src, length, tables, limits: Limits):
             0,
             0,
         ],
-        _at(col, e_byte, 0),
+        gather(col, e_byte, 0),
     )
 
     # ---- token order: events keyed 4*byte + 1 (line tokens) and + 2 (a token)
-    cnt_tok = emit.astype(i32)
+    cnt_tok = emit.astype(I32)
     per_byte = cnt_line + cnt_tok
     base = jnp.cumsum(per_byte) - per_byte
     total_bytes = jnp.sum(per_byte)
@@ -612,7 +605,7 @@ def _lex_one(src, length, tables, limits: Limits):
     before_err = jnp.where(
         e_key >= 4 * n,
         total_bytes,
-        _at(base, eb, 0) + jnp.where(esub >= 2, _at(cnt_line, eb, 0), 0),
+        gather(base, eb, 0) + jnp.where(esub >= 2, gather(cnt_line, eb, 0), 0),
     )
     n_emit = jnp.where(has_err, before_err, total_bytes + eof_count)
     # the token limit: the first token that does not fit is the error
@@ -622,11 +615,11 @@ def _lex_one(src, length, tables, limits: Limits):
 
     # ---- fill the T+1 output slots: each slot finds the event covering it
     TS = T + 1
-    slots = jnp.arange(TS, dtype=i32)
+    slots = jnp.arange(TS, dtype=I32)
     tok_base = base + cnt_line
-    ev_type = jnp.zeros(TS, i32)
-    ev_id = jnp.zeros(TS, i32)
-    marker = jnp.full(TS, -1, i32)
+    ev_type = jnp.zeros(TS, I32)
+    ev_id = jnp.zeros(TS, I32)
+    marker = jnp.full(TS, -1, I32)
 
     def put(ev_type, ev_id, marker, bases, ok, typ, ids):
         tgt = jnp.where(ok, bases, TS)
@@ -635,11 +628,11 @@ def _lex_one(src, length, tables, limits: Limits):
         marker = marker.at[tgt].set(bases, mode="drop")
         return ev_type, ev_id, marker
 
-    k_base = _at(base, k_pos, 0)
+    k_base = gather(base, k_pos, 0)
     ev_type, ev_id, marker = put(ev_type, ev_id, marker, k_base, k_ok & (k_count > 0), 1, kk)
     ev_type, ev_id, marker = put(ev_type, ev_id, marker, tok_base, emit, 2, idx)
     ev_type, ev_id, marker = put(
-        ev_type, ev_id, marker, total_bytes[None], ~has_err[None], 3, jnp.zeros(1, i32)
+        ev_type, ev_id, marker, total_bytes[None], ~has_err[None], 3, jnp.zeros(1, I32)
     )
     cover = _cummax(marker)
     typ = jnp.where(cover >= 0, ev_type[jnp.maximum(cover, 0)], 0)
@@ -660,7 +653,7 @@ def _lex_one(src, length, tables, limits: Limits):
         col=jnp.where(l_ind, 0, l_pcol),
         end_line=l_line,
         end_col=l_pcol,
-        value=jnp.zeros(TS, i32),
+        value=jnp.zeros(TS, I32),
     )
     # token events
     tid = jnp.clip(eid, 0, N - 1)
@@ -679,8 +672,8 @@ def _lex_one(src, length, tables, limits: Limits):
         value=value[tid],
     )
     # EOF events: [NL ''] [NEWLINE ''] DEDENT* ENDMARKER
-    o_nl = eof_nl.astype(i32)
-    o_nw = o_nl + eof_newline.astype(i32)
+    o_nl = eof_nl.astype(I32)
+    o_nw = o_nl + eof_newline.astype(I32)
     o_dd = o_nw + depth_final
     e_kind = jnp.where(
         off < o_nl,
@@ -699,13 +692,13 @@ def _lex_one(src, length, tables, limits: Limits):
         col=jnp.where(at_last, last_len, 0),
         end_line=jnp.where(at_last, last_line_no, l_end),
         end_col=jnp.where(at_last, last_len + jnp.where(off >= o_nl, 1, 0), 0),
-        value=jnp.zeros(TS, i32),
+        value=jnp.zeros(TS, I32),
     )
     live = slots < n_emit
     fields = []
     for f_line, f_tok, f_eof in zip(line_ev, tok_ev, eof_ev, strict=True):
         v = jnp.where(typ == 1, f_line, jnp.where(typ == 2, f_tok, f_eof))
-        fields.append(jnp.where(live, v, 0).astype(i32))
+        fields.append(jnp.where(live, v, 0).astype(I32))
     out = _Ev(*fields)
 
     # the token limit error at token T (if it comes before any other error)
@@ -732,7 +725,7 @@ def _lex_one(src, length, tables, limits: Limits):
     value_out = jnp.where(live & (typ == 2) & n_user[tid], value_out, out.value)
 
     # ---- error, with the global checks first
-    non_ascii = valid & (src.astype(i32) >= 0x80)
+    non_ascii = valid & (src.astype(I32) >= 0x80)
     na_any = jnp.any(non_ascii)
     na_i = jnp.argmax(non_ascii)
     too_long = length > N
@@ -750,12 +743,12 @@ def _lex_one(src, length, tables, limits: Limits):
     keep = slots[:T] < n_tokens
     fields = [jnp.where(keep, f[:T], 0) for f in out]
     fields[7] = jnp.where(keep, value_out[:T], 0)
-    toks = Tokens(*fields, n_tokens=n_tokens.astype(i32))
+    toks = Tokens(*fields, n_tokens=n_tokens.astype(I32))
     error = Error(
-        code=(code_d // 64).astype(i32),
-        line=jnp.where(code_d == 0, 0, e_line).astype(i32),
-        col=jnp.where(code_d == 0, 0, e_col).astype(i32),
-        detail=(code_d % 64).astype(i32),
+        code=(code_d // 64).astype(I32),
+        line=jnp.where(code_d == 0, 0, e_line).astype(I32),
+        col=jnp.where(code_d == 0, 0, e_col).astype(I32),
+        detail=(code_d % 64).astype(I32),
     )
     return toks, error
 
@@ -790,28 +783,28 @@ def _indent_stack(c, ok, max_indent: int):
     for p in range(P - 1):
         m = mins[-1]
         sh = 1 << p
-        mins.append(jnp.minimum(m, jnp.concatenate([jnp.full((sh,), _BIG, i32), m[:-sh]])))
-    kk = jnp.arange(K, dtype=i32)
+        mins.append(jnp.minimum(m, jnp.concatenate([jnp.full((sh,), _BIG, I32), m[:-sh]])))
+    kk = jnp.arange(K, dtype=I32)
 
     def prev_where(strict):
         posk = kk - 1
         for p in reversed(range(P)):
-            w = _at(mins[p], posk, _BIG)
+            w = gather(mins[p], posk, _BIG)
             skip = (posk >= 0) & jnp.where(strict, w >= c, w > c)
             posk = jnp.where(skip, posk - (1 << p), posk)
         return jnp.maximum(posk, -1)
 
     plt = prev_where(True)
     ple = prev_where(False)
-    c_ple = jnp.where(ple >= 0, _at(c, ple, 0), 0)
+    c_ple = jnp.where(ple >= 0, gather(c, ple, 0), 0)
     mismatch = (c > 0) & (c_ple != c)
-    acc = jnp.where(c > 0, 1, 0).astype(i32)
+    acc = jnp.where(c > 0, 1, 0).astype(I32)
     ptr = jnp.where(c > 0, plt, -1)
     rounds = int(np.ceil(np.log2(max_indent + 2))) + 1
     for _ in range(rounds):
         has = ptr >= 0
-        acc = acc + jnp.where(has, _at(acc, ptr, 0), 0)
-        ptr = jnp.where(has, _at(ptr, ptr, -1), -1)
+        acc = acc + jnp.where(has, gather(acc, ptr, 0), 0)
+        ptr = jnp.where(has, gather(ptr, ptr, -1), -1)
     return _Stack(depth=acc, mismatch=mismatch)
 
 
@@ -843,11 +836,11 @@ def _intern(
         )
         h_before = _shift_right(h, _c(0, u32))
         e = tok_end[tid]
-        hv = (_at(h, e - 1, 0).astype(u32) - h_before[tid]) * jnp.asarray(inv)[tid]
+        hv = (gather(h, e - 1, 0).astype(u32) - h_before[tid]) * jnp.asarray(inv)[tid]
         hs.append(jnp.where(is_user, hv, _c(0, u32)))
     nlen = jnp.where(is_user, out.end - out.start, 0)
-    flag = jnp.where(is_user, 0, 1).astype(i32)
-    slots = jnp.arange(TS, dtype=i32)
+    flag = jnp.where(is_user, 0, 1).astype(I32)
+    slots = jnp.arange(TS, dtype=I32)
     sf, sh1, sh2, sl, perm = lax.sort((flag, hs[0], hs[1], nlen, slots), num_keys=5)
     same_key = (
         (sf == 0)
@@ -857,7 +850,7 @@ def _intern(
         & (sl == _shift_right(sl, -1))
     )
     run_start = _cummax(jnp.where(same_key, 0, slots))  # sorted: first of the equal keys
-    rank = jnp.zeros(TS, i32).at[perm].set(slots)
+    rank = jnp.zeros(TS, I32).at[perm].set(slots)
     # every byte of a user name: its slot's sorted position
     s_of = tok_start
     slot_of = jnp.where(is_start, tok_base, TS)[s_of]
@@ -871,7 +864,7 @@ def _intern(
         first_u = _rcummin(jnp.where(unresolved, slots, _BIG))
         lead = jnp.clip(first_u[run_start], 0, TS - 1)  # Int32[TS] sorted positions
         other = out.start[perm[lead[r_of]]] + (idx - s_of)
-        mism = in_user & unresolved[r_of] & (_at(b, other, -1) != b)
+        mism = in_user & unresolved[r_of] & (gather(b, other, -1) != b)
         differs = jnp.zeros(TS, bool).at[jnp.where(mism, r_of, TS)].set(True, mode="drop")
         # a lead always settles (it is its own representative): on a consistent input
         # it matches itself anyway, and forcing it bounds the loop by TS rounds even
@@ -884,7 +877,7 @@ def _intern(
     _, rep_sorted = lax.while_loop(lambda st: jnp.any(st[0]), resolve, state)
     rep = perm[rep_sorted[rank]]  # slot of the first occurrence of each slot's name
     first = is_user & (rep == slots)
-    ids = N_RESERVED_NAMES + jnp.cumsum(first.astype(i32)) - 1
+    ids = N_RESERVED_NAMES + jnp.cumsum(first.astype(I32)) - 1
     return ids[rep]
 
 
@@ -934,7 +927,7 @@ def lex(source, length, limits: Limits = DEFAULT) -> tuple[Tokens, Error]:
     """
     limits.check()
     source = jnp.asarray(source)
-    length = jnp.asarray(length, i32)
+    length = jnp.asarray(length, I32)
     if source.ndim == 1:
         toks, err = _lex_jit(source[None], length[None], dfa_tables(source.shape[-1]), limits)
         return jax.tree.map(lambda x: x[0], (toks, err))

@@ -24,13 +24,13 @@ from jax import lax
 
 from jaxcc import grammar as G
 from jaxcc import lexer
+from jaxcc.arrays import I32
 from jaxcc.errors import Code, Error, Limit, Syntax, without_bom
 from jaxcc.limits import DEFAULT, Limits
 from jaxcc.ops import BUILTIN_ID
 from jaxcc.syntax import Ann, Ast, Ctx, Node
 from jaxcc.tokens import N_TOK, Tok, Tokens
 
-I32 = jnp.int32
 STEPS_PER_ITER = 32  # automaton steps per while_loop iteration (amortises the host sync)
 _SYNTAX_PENDING = -1  # err_code of a syntax error not yet classified
 

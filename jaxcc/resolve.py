@@ -14,13 +14,12 @@ import jax.numpy as jnp
 from jax import lax
 
 from jaxcc import ops
+from jaxcc.arrays import BIG, I32, gather
 from jaxcc.errors import Code, Limit, Syntax, Unsupported
 from jaxcc.ops import BUILTIN_ID, CALLABLE
 from jaxcc.syntax import Ann, ConstKind, Ctx, Node, UnaryOp
 from jaxcc.tokens import N_RESERVED_NAMES
 
-I32 = jnp.int32
-BIG = jnp.iinfo(jnp.int32).max
 INT_MIN = jnp.iinfo(jnp.int32).min
 MAX_LOOP_NESTING = 20  # CPython's CO_MAXBLOCKS: "too many statically nested blocks"
 
@@ -45,12 +44,6 @@ def _log2(n: int) -> int:
 
 
 # -- tree helpers (post-order layout) --------------------------------------------------
-
-
-def gather(a, idx, fill=0):
-    """a[idx] where 0 <= idx < len(a), else ``fill`` (gathers clamp silently)."""
-    ok = (idx >= 0) & (idx < a.shape[0])
-    return jnp.where(ok, a[jnp.clip(idx, 0, a.shape[0] - 1)], jnp.asarray(fill, a.dtype))
 
 
 def subtree_lo(parent, child_index, n_children):

@@ -49,6 +49,7 @@ import numpy as np
 from jax import lax
 
 from jaxcc import isa, ops
+from jaxcc.arrays import as_i32
 from jaxcc.errors import RUNTIME_CODES, Code, Value
 from jaxcc.isa import ArgKind, Op
 from jaxcc.limits import DEFAULT, Limits
@@ -156,27 +157,23 @@ def _unpack(p: Packed) -> Lane:
     return Lane(pid=p.pid, budget=p.budget, n_code=p.n_code, n_funcs=p.n_funcs, mem=p.mem, **regs)
 
 
-def _i32(x):
-    return jnp.asarray(x, jnp.int32)
-
-
 def _tables(program: isa.Program) -> Tables:
-    code = jnp.stack([_i32(program.op), _i32(program.arg)], axis=-1)  # [P, I, 2]
+    code = jnp.stack([as_i32(program.op), as_i32(program.arg)], axis=-1)  # [P, I, 2]
     fn = jnp.stack(
         [
-            _i32(program.fn_entry),
-            _i32(program.fn_nparams),
-            _i32(program.fn_nlocals),
-            _i32(program.fn_maxstack),
+            as_i32(program.fn_entry),
+            as_i32(program.fn_nparams),
+            as_i32(program.fn_nlocals),
+            as_i32(program.fn_maxstack),
         ],
         axis=-1,
     )  # [P, F, 4]
     n_i, n_f = code.shape[-2], fn.shape[-2]
     fn_rows = jnp.reshape(fn, (fn.shape[0], 2 * n_f, 2))
     # garbage sizes only shrink what is valid (as the reference interpreter does)
-    n_code = jnp.clip(_i32(program.n_code), 0, n_i)
-    n_funcs = jnp.clip(_i32(program.n_funcs), 0, n_f)
-    return Tables(jnp.concatenate([code, fn_rows], axis=1), _i32(program.line), n_code, n_funcs)
+    n_code = jnp.clip(as_i32(program.n_code), 0, n_i)
+    n_funcs = jnp.clip(as_i32(program.n_funcs), 0, n_f)
+    return Tables(jnp.concatenate([code, fn_rows], axis=1), as_i32(program.line), n_code, n_funcs)
 
 
 def _fn_row(t: Tables, pid, f, use=True, pc=0):
@@ -271,7 +268,7 @@ def _pow_ovf(a, b):
     e = jnp.where(big, 30 + (b & 1), b)  # 0 < e < 32, same parity as b
     ovf = _mag(a) > jnp.asarray(_POW_MAX)[jnp.clip(b, 0, 32)]
     ovf = ovf & ~((a == -2) & (b == 31))
-    res = _i32(1)
+    res = as_i32(1)
     base = a
     for i in range(5):  # e < 32: five bits
         res = jnp.where(((e >> i) & 1) == 1, res * base, res)
@@ -327,7 +324,7 @@ def _binary(o, a, b):
     lsh = a << sh
     lsh_o = jnp.where(b >= 32, a != 0, (lsh >> sh) != a)
     rsh = a >> sh  # arithmetic: b >= 32 gives 0 or -1 like b == 31
-    one, zero = _i32(1), _i32(0)
+    one, zero = as_i32(1), as_i32(0)
     results = [
         add,
         sub,
@@ -375,13 +372,13 @@ def _binary(o, a, b):
         val = jnp.where(hit, v, val)
         code = jnp.where(hit, jnp.where(c == Code.OK, Code.RUNNING, c), code)
         detail = jnp.where(hit, d, detail)
-    return val, _i32(code), _i32(detail)
+    return val, as_i32(code), as_i32(detail)
 
 
 def _unary(o, x):
     k = jnp.clip(o - Op.NEG, 0, 3)
     assert [op for op in isa.UNARY_OPS if op <= Op.ABS] == [Op.NEG, Op.INVERT, Op.NOT, Op.ABS]
-    val = lax.select_n(k, -x, ~x, jnp.where(x == 0, _i32(1), _i32(0)), jnp.where(x < 0, -x, x))
+    val = lax.select_n(k, -x, ~x, jnp.where(x == 0, as_i32(1), as_i32(0)), jnp.where(x < 0, -x, x))
     ovf = (x == INT_MIN) & ((o == Op.NEG) | (o == Op.ABS))
     for op in _TABLE_UNARY:
         v, c, _ = ops.evaluate(op, x)
@@ -564,7 +561,7 @@ def _step(t: Tables, lay: Layout, limits: Limits, s: Lane) -> Lane:
     out_full = s.n_out >= limits.max_output
     bottom = s.depth <= 1
 
-    e5 = jnp.where(is_bin, bcode, _i32(Code.RUNNING))
+    e5 = jnp.where(is_bin, bcode, as_i32(Code.RUNNING))
     e5 = jnp.where(is_un & uovf, Code.OVERFLOW, e5)
     e5 = jnp.where(unbound, Code.UNBOUND_LOCAL, e5)
     e5 = jnp.where(is_for & (rstep == 0), Code.VALUE, e5)
@@ -573,7 +570,7 @@ def _step(t: Tables, lay: Layout, limits: Limits, s: Lane) -> Lane:
     e5 = jnp.where(is_print & out_full, Code.OUTPUT_LIMIT, e5)
     e5 = jnp.where((o == Op.ASSERT) & (top == 0), Code.ASSERTION, e5)
     e5 = jnp.where(is_ret & bottom, Code.OK, e5)
-    d5 = jnp.where(is_for, _i32(Value.RANGE_STEP_ZERO), bdetail)
+    d5 = jnp.where(is_for, as_i32(Value.RANGE_STEP_ZERO), bdetail)
 
     # The first failing check wins. Encoded as a max over (priority, code) pairs: the
     # reduction makes XLA materialize the status once per lane instead of re-deriving it
@@ -585,12 +582,12 @@ def _step(t: Tables, lay: Layout, limits: Limits, s: Lane) -> Lane:
     ]
     n_chk = len(checks) + 1
     enc = [
-        jnp.where(c, _i32(((n_chk - k) << _STATUS_BITS) + code), 0)
+        jnp.where(c, as_i32(((n_chk - k) << _STATUS_BITS) + code), 0)
         for k, (c, code) in enumerate(checks)
     ]
     enc.append(jnp.where(e5 != Code.RUNNING, (1 << _STATUS_BITS) + e5, 0))
     enc = _materialize(jnp.max(jnp.stack(enc)))
-    new_status = jnp.where(enc == 0, _i32(Code.RUNNING), enc & ((1 << _STATUS_BITS) - 1))
+    new_status = jnp.where(enc == 0, as_i32(Code.RUNNING), enc & ((1 << _STATUS_BITS) - 1))
     go = run & (new_status == Code.RUNNING)  # the instruction completes, the lane goes on
     started = run & valid & ~timeout
     steps = jnp.where(started, s.steps + 1, s.steps)
@@ -631,8 +628,8 @@ def _step(t: Tables, lay: Layout, limits: Limits, s: Lane) -> Lane:
     ser = s.serial
     is_push_val = (o == Op.LOAD_CONST) | (o == Op.LOAD_VAR) | (o == Op.DUP_TOP)
     push_v = jnp.where(o == Op.LOAD_CONST, a, jnp.where(o == Op.LOAD_VAR, slot[0], top))
-    i1 = _i32(-1)
-    v1a, v1b = _i32(0), ser
+    i1 = as_i32(-1)
+    v1a, v1b = as_i32(0), ser
     i1 = jnp.where(is_push_val, lay.stack0 + s.sp, i1)
     v1a = jnp.where(is_push_val, push_v, v1a)
     i1 = jnp.where(o == Op.STORE_VAR, lay.stack0 + s.fp + a, i1)
@@ -651,7 +648,7 @@ def _step(t: Tables, lay: Layout, limits: Limits, s: Lane) -> Lane:
         jnp.where(o == Op.PRINT_BOOL, isa.OUT_BOOL, isa.OUT_NEWLINE),
     )
     i1 = jnp.where(is_print, lay.out0 + s.n_out, i1)
-    v1a = jnp.where(is_print, _i32(out_kind), v1a)
+    v1a = jnp.where(is_print, as_i32(out_kind), v1a)
     v1b = jnp.where(is_print, jnp.where(o == Op.PRINT_NEWLINE, 0, slot[0]), v1b)
     rec_i = lay.frame0 + 2 * (s.depth - 1)  # the caller's record, for CALL
     i1 = jnp.where(is_call, rec_i, i1)
@@ -730,23 +727,23 @@ def _init(t: Tables, lay: Layout, limits: Limits, pid, entry, args, budget) -> L
     n = min(args.shape[0], limits.max_stack)
     if n:  # slots beyond nparams are unbound locals or operands: their values are unread
         mem = mem.at[lay.stack0 : lay.stack0 + n, 0].set(args[:n])
-    zero = _i32(0)
+    zero = as_i32(0)
     return Lane(
         pid=pid,
         budget=jnp.clip(budget, 0, limits.max_steps),
         n_code=t.n_code[pid],
         n_funcs=n_funcs,
-        pc=_i32(pc),
+        pc=as_i32(pc),
         sp=f_nl,
         fp=zero,
         fn=entry,
-        depth=_i32(1),
+        depth=as_i32(1),
         serial=zero,
         nparams=f_np,
         nlocals=f_nl,
         maxstack=f_ms,
         steps=zero,
-        status=_i32(status),
+        status=as_i32(status),
         n_out=zero,
         mem=mem,
     )
@@ -846,7 +843,7 @@ def run_batch(
     b = t.code.shape[0]
     pid = jnp.arange(b, dtype=jnp.int32)
     return _run_lanes(
-        t, pid, _i32(entry), _i32(args), _i32(budget), limits, inner_steps, unroll, shrink
+        t, pid, as_i32(entry), as_i32(args), as_i32(budget), limits, inner_steps, unroll, shrink
     )
 
 
@@ -856,15 +853,15 @@ def _batch_inputs(program: isa.Program, limits: Limits, entry, args, budget):
     unbatched = np.ndim(program.op) == 1
     if unbatched:
         program = jax.tree.map(lambda x: jnp.asarray(x)[None], program)
-        entry = None if entry is None else jnp.reshape(_i32(entry), (1,))
-        args = None if args is None else _i32(args)[None]
-        budget = None if budget is None else jnp.reshape(_i32(budget), (1,))
+        entry = None if entry is None else jnp.reshape(as_i32(entry), (1,))
+        args = None if args is None else as_i32(args)[None]
+        budget = None if budget is None else jnp.reshape(as_i32(budget), (1,))
     b = np.shape(program.op)[0]
-    entry = jnp.broadcast_to(_i32(0 if entry is None else entry), (b,))
-    args = jnp.zeros((b, 0), jnp.int32) if args is None else _i32(args)
+    entry = jnp.broadcast_to(as_i32(0 if entry is None else entry), (b,))
+    args = jnp.zeros((b, 0), jnp.int32) if args is None else as_i32(args)
     if args.ndim == 1:  # the same arguments for every lane
         args = jnp.broadcast_to(args, (b, args.shape[0]))
-    budget = jnp.broadcast_to(_i32(limits.max_steps if budget is None else budget), (b,))
+    budget = jnp.broadcast_to(as_i32(limits.max_steps if budget is None else budget), (b,))
     return program, entry, args, budget, unbatched
 
 
@@ -927,12 +924,12 @@ def run_tests(
     b, k = args.shape[0], args.shape[1]
     n = b * k
     pid = jnp.arange(n, dtype=jnp.int32) // k
-    entry_l = jnp.repeat(jnp.broadcast_to(_i32(entry), (b,)), k)
-    args_l = jnp.reshape(_i32(args), (n, args.shape[2]))
+    entry_l = jnp.repeat(jnp.broadcast_to(as_i32(entry), (b,)), k)
+    args_l = jnp.reshape(as_i32(args), (n, args.shape[2]))
     if budget is None:
         budget_l = jnp.full((n,), limits.max_steps, jnp.int32)
     else:
-        budget_l = jnp.reshape(jnp.broadcast_to(_i32(budget), (b, k)), (n,))
+        budget_l = jnp.reshape(jnp.broadcast_to(as_i32(budget), (b, k)), (n,))
     res = _run_lanes(t, pid, entry_l, args_l, budget_l, limits, inner_steps, unroll, shrink)
     return case_verdicts(res, expected, b, k)
 
@@ -943,8 +940,8 @@ def case_verdicts(res: isa.RunResult, expected, b: int, k: int):
     status = jnp.reshape(res.status, (b, k))
     got = jnp.reshape(res.result, (b, k))
     ok = status == Code.OK
-    per_case = jnp.where(ok & (got != _i32(expected)), WRONG_RESULT, status)
-    per_case = _i32(per_case)
+    per_case = jnp.where(ok & (got != as_i32(expected)), WRONG_RESULT, status)
+    per_case = as_i32(per_case)
     return jnp.all(per_case == Code.OK, axis=1), per_case
 
 
@@ -970,7 +967,7 @@ def _start_lanes(t: Tables, limits: Limits, pid, entry, args, budget) -> Packed:
 def _start(program: isa.Program, entry, args, budget, limits: Limits) -> State:
     t = _tables(program)
     pid = jnp.arange(t.code.shape[0], dtype=jnp.int32)
-    return State(t, _start_lanes(t, limits, pid, _i32(entry), _i32(args), _i32(budget)))
+    return State(t, _start_lanes(t, limits, pid, as_i32(entry), as_i32(args), as_i32(budget)))
 
 
 def start(
@@ -990,12 +987,12 @@ def start_tests(program: isa.Program, entry, args, limits: Limits = DEFAULT, bud
     b, k = args.shape[0], args.shape[1]
     n = b * k
     pid = jnp.arange(n, dtype=jnp.int32) // k
-    entry_l = jnp.repeat(jnp.broadcast_to(_i32(entry), (b,)), k)
-    args_l = jnp.reshape(_i32(args), (n, args.shape[2]))
+    entry_l = jnp.repeat(jnp.broadcast_to(as_i32(entry), (b,)), k)
+    args_l = jnp.reshape(as_i32(args), (n, args.shape[2]))
     if budget is None:
         budget_l = jnp.full((n,), limits.max_steps, jnp.int32)
     else:
-        budget_l = jnp.reshape(jnp.broadcast_to(_i32(budget), (b, k)), (n,))
+        budget_l = jnp.reshape(jnp.broadcast_to(as_i32(budget), (b, k)), (n,))
     return State(t, _start_lanes(t, limits, pid, entry_l, args_l, budget_l))
 
 
@@ -1014,7 +1011,7 @@ def _advance(t: Tables, lanes: Packed, chunks, limits: Limits, inner_steps: int,
         i, s = c
         return i + 1, lax.fori_loop(0, inner_steps, lambda _, x: vstep(x), s, unroll=unroll)
 
-    return lax.while_loop(cond, body, (_i32(0), lanes))[1]
+    return lax.while_loop(cond, body, (as_i32(0), lanes))[1]
 
 
 def advance(
@@ -1062,7 +1059,7 @@ def status(state: State):
 def _expire(lanes: Packed) -> Packed:
     regs = lanes.regs
     st = regs[:, _STATUS]
-    regs = regs.at[:, _STATUS].set(jnp.where(st == Code.RUNNING, _i32(Code.TIMEOUT), st))
+    regs = regs.at[:, _STATUS].set(jnp.where(st == Code.RUNNING, as_i32(Code.TIMEOUT), st))
     return lanes._replace(regs=regs)
 
 
@@ -1103,8 +1100,8 @@ def trace(program: isa.Program, limits: Limits = DEFAULT, entry=0, args=None, n_
     """
     t = _tables(jax.tree.map(lambda x: jnp.asarray(x)[None], program))
     lay = layout(limits)
-    args = jnp.zeros((0,), jnp.int32) if args is None else _i32(args)
-    lane = _init(t, lay, limits, _i32(0), _i32(entry), args, _i32(limits.max_steps))
+    args = jnp.zeros((0,), jnp.int32) if args is None else as_i32(args)
+    lane = _init(t, lay, limits, as_i32(0), as_i32(entry), args, as_i32(limits.max_steps))
 
     def body(s, _):
         ins = _get(t.code, (0, s.pc, 0), (1, 1, 2))[0, 0]
