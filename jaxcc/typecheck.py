@@ -119,7 +119,6 @@ class Types(NamedTuple):
     err_args: object = None  # Int32[3]  the error's message parameters (see TYPE_SITE)
 
 
-
 def infer_types(ast, sc, limits) -> Types:
     del limits
     kind, op, parent = ast.kind, ast.op, ast.parent
