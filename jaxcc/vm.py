@@ -41,6 +41,7 @@ from __future__ import annotations
 import functools
 import math
 import os
+from collections.abc import Callable
 from typing import NamedTuple
 
 import jax
@@ -289,28 +290,58 @@ def _floordiv_mod(a, b):
     return q, r
 
 
-# Arithmetic opcodes outside the tuned kernels' contiguous ranges (ADD..NE, NEG..ABS):
-# an opcode appended to isa.py with a row in ops.py runs that row's semantic function
-# and checks (ops.evaluate). None today; tests/test_ops.py checks the kernels against the
-# table.
+# The arithmetic kernels below compute these opcodes' results side by side and select one
+# by opcode; the selection is derived from these tuples (a subtraction where the opcodes
+# are contiguous in isa.py, as today, else a lookup table), so appending or reordering
+# opcodes in isa.py cannot misdecode.
+_KERNEL_BINARY = (Op.ADD, Op.SUB, Op.MUL, Op.FLOORDIV, Op.MOD, Op.POW, Op.LSHIFT, Op.RSHIFT,
+                  Op.AND, Op.OR, Op.XOR, Op.MIN, Op.MAX, Op.LT, Op.LE, Op.GT,
+                  Op.GE, Op.EQ, Op.NE)  # fmt: skip
+_KERNEL_UNARY = (Op.NEG, Op.INVERT, Op.NOT, Op.ABS)
+# Arithmetic opcodes with an ops.py row but no tuned kernel: they run that row's semantic
+# function and checks (ops.evaluate). None today; tests/test_ops.py checks the kernels
+# against the table.
 _TABLE_BINARY = tuple(
-    op for op in sorted(ops.SEMANTICS) if ops.SEMANTICS[op].arity == 2 and not Op.ADD <= op <= Op.NE
+    op for op in sorted(ops.SEMANTICS) if ops.SEMANTICS[op].arity == 2 and op not in _KERNEL_BINARY
 )
 _TABLE_UNARY = tuple(
-    op
-    for op in sorted(ops.SEMANTICS)
-    if ops.SEMANTICS[op].arity == 1 and not Op.NEG <= op <= Op.ABS
+    op for op in sorted(ops.SEMANTICS) if ops.SEMANTICS[op].arity == 1 and op not in _KERNEL_UNARY
 )
 # _unary reports errors as an overflow flag only
 assert all(c.code == Code.OVERFLOW for op in _TABLE_UNARY for c in ops.SEMANTICS[op].checks)
 
 
-def _opcode_in(o, lo: Op, hi: Op, extra: tuple[Op, ...]):
-    """lo <= o <= hi, or o one of ``extra``."""
-    out = (o >= lo) & (o <= hi)
-    for op in extra:
-        out = out | (o == op)
-    return out
+class _Decode(NamedTuple):
+    """Opcode -> position in a kernel's tuple, and membership, derived from the tuple."""
+
+    index: Callable  # o -> Int32 position (clamped; meaningless where not a member)
+    member: Callable  # o -> Bool
+
+
+def _decode(kernel: tuple[Op, ...], extra: tuple[Op, ...] = ()) -> _Decode:
+    codes = [int(op) for op in kernel]
+    lo, n = min(codes), len(codes)
+    if codes == list(range(lo, lo + n)):  # contiguous: o - lo (the fast path)
+        index = lambda o: jnp.clip(o - lo, 0, n - 1)  # noqa: E731
+        inside = lambda o: (o >= lo) & (o <= lo + n - 1)  # noqa: E731
+    else:
+        table = np.full(max(codes) + 1, -1, np.int32)
+        table[codes] = np.arange(n, dtype=np.int32)
+        at = lambda o: jnp.asarray(table)[jnp.clip(o, 0, len(table) - 1)]  # noqa: E731
+        index = lambda o: jnp.clip(at(o), 0, n - 1)  # noqa: E731
+        inside = lambda o: (o >= 0) & (o < len(table)) & (at(o) >= 0)  # noqa: E731
+
+    def member(o):
+        out = inside(o)
+        for op in extra:
+            out = out | (o == op)
+        return out
+
+    return _Decode(index, member)
+
+
+_BIN = _decode(_KERNEL_BINARY, _TABLE_BINARY)
+_UN = _decode(_KERNEL_UNARY, _TABLE_UNARY)
 
 
 def _binary(o, a, b):
@@ -325,30 +356,29 @@ def _binary(o, a, b):
     lsh_o = jnp.where(b >= 32, a != 0, (lsh >> sh) != a)
     rsh = a >> sh  # arithmetic: b >= 32 gives 0 or -1 like b == 31
     one, zero = as_i32(1), as_i32(0)
-    results = [
-        add,
-        sub,
-        mul,
-        q,
-        r,
-        pw,
-        lsh,
-        rsh,
-        a & b,
-        a | b,
-        a ^ b,
-        jnp.where(a <= b, a, b),
-        jnp.where(a >= b, a, b),
-        jnp.where(a < b, one, zero),
-        jnp.where(a <= b, one, zero),
-        jnp.where(a > b, one, zero),
-        jnp.where(a >= b, one, zero),
-        jnp.where(a == b, one, zero),
-        jnp.where(a != b, one, zero),
-    ]
-    assert [Op.ADD + i for i in range(len(results))] == [op for op in isa.BINARY_OPS if op <= Op.NE]
-    k = jnp.clip(o - Op.ADD, 0, len(results) - 1)
-    val = lax.select_n(k, *results)
+    results = {
+        Op.ADD: add,
+        Op.SUB: sub,
+        Op.MUL: mul,
+        Op.FLOORDIV: q,
+        Op.MOD: r,
+        Op.POW: pw,
+        Op.LSHIFT: lsh,
+        Op.RSHIFT: rsh,
+        Op.AND: a & b,
+        Op.OR: a | b,
+        Op.XOR: a ^ b,
+        Op.MIN: jnp.where(a <= b, a, b),
+        Op.MAX: jnp.where(a >= b, a, b),
+        Op.LT: jnp.where(a < b, one, zero),
+        Op.LE: jnp.where(a <= b, one, zero),
+        Op.GT: jnp.where(a > b, one, zero),
+        Op.GE: jnp.where(a >= b, one, zero),
+        Op.EQ: jnp.where(a == b, one, zero),
+        Op.NE: jnp.where(a != b, one, zero),
+    }
+    assert tuple(results) == _KERNEL_BINARY
+    val = lax.select_n(_BIN.index(o), *results.values())
     zdiv = (b == 0) & ((o == Op.FLOORDIV) | (o == Op.MOD))
     neg_shift = (b < 0) & ((o == Op.LSHIFT) | (o == Op.RSHIFT))
     neg_pow = (b < 0) & (o == Op.POW)
@@ -376,9 +406,15 @@ def _binary(o, a, b):
 
 
 def _unary(o, x):
-    k = jnp.clip(o - Op.NEG, 0, 3)
-    assert [op for op in isa.UNARY_OPS if op <= Op.ABS] == [Op.NEG, Op.INVERT, Op.NOT, Op.ABS]
-    val = lax.select_n(k, -x, ~x, jnp.where(x == 0, as_i32(1), as_i32(0)), jnp.where(x < 0, -x, x))
+    k = _UN.index(o)
+    results = {
+        Op.NEG: -x,
+        Op.INVERT: ~x,
+        Op.NOT: jnp.where(x == 0, as_i32(1), as_i32(0)),
+        Op.ABS: jnp.where(x < 0, -x, x),
+    }
+    assert tuple(results) == _KERNEL_UNARY
+    val = lax.select_n(k, *results.values())
     ovf = (x == INT_MIN) & ((o == Op.NEG) | (o == Op.ABS))
     for op in _TABLE_UNARY:
         v, c, _ = ops.evaluate(op, x)
@@ -543,8 +579,8 @@ def _step(t: Tables, lay: Layout, limits: Limits, s: Lane) -> Lane:
     # check 5 and the results: each opcode's own errors
     bval, bcode, bdetail = _binary(o, second, top)
     uval, uovf = _unary(o, top)
-    is_bin = _opcode_in(o, Op.ADD, Op.NE, _TABLE_BINARY)
-    is_un = _opcode_in(o, Op.NEG, Op.ABS, _TABLE_UNARY)
+    is_bin = _BIN.member(o)
+    is_un = _UN.member(o)
     unbound = (o == Op.LOAD_VAR) & (a >= s.nparams) & (slot[1] != s.serial)
     # FOR_RANGE: [.., c, stop, step]
     rc, rstop, rstep = third, second, top

@@ -299,3 +299,22 @@ def test_language_reference_lists_every_row():
         assert f"{r.spelling.replace('|', chr(92) + '|')}" in table, r.name
     for name in ops.CALLABLE:
         assert f"`{name}(" in table, name
+
+
+def test_vm_decode_follows_the_kernel_tuples():
+    """The VM's arithmetic decode is derived from its kernels' opcode tuples: a subtraction
+    where they are contiguous, else a lookup table, so appending or reordering opcodes in
+    isa.py cannot misdecode (issue 15)."""
+    o = jnp.arange(-3, len(Op) + 5)
+    for kernel in (vm._KERNEL_BINARY, vm._KERNEL_UNARY, (Op.SUB, Op.ADD, Op.NE), (Op.NOT,)):
+        d = vm._decode(kernel)
+        member, index = np.asarray(d.member(o)), np.asarray(d.index(o))
+        for code, m, i in zip(np.asarray(o), member, index, strict=True):
+            assert bool(m) == (int(code) in kernel), (kernel, code)
+            if m:
+                assert kernel[int(i)] == int(code)
+    # the opcodes with a row in ops.py are each decoded by a kernel or run from the table
+    for op, sem in ops.SEMANTICS.items():
+        kernel = vm._KERNEL_BINARY if sem.arity == 2 else vm._KERNEL_UNARY
+        table = vm._TABLE_BINARY if sem.arity == 2 else vm._TABLE_UNARY
+        assert (op in kernel) != (op in table), op
