@@ -319,5 +319,7 @@ def test_trace(tmp_path, capsys):
     assert lines[0].split()[:5] == ["0", "fn", "0", "0", "LOAD_CONST"]
     assert any("MUL" in ln and ln.endswith("[3, 2]") for ln in lines)
     assert lines[-1].split()[4] == "RETURN_VALUE"
-    with pytest.raises(SystemExit, match="--trace needs --vm python"):
-        cli.main(["run", "--trace", "--vm", "jax", f])
+    # the JAX VM traces too (tests/test_debuginfo.py compares the two traces)
+    status, out, err = jaxcc(capsys, "run", "--trace", "--vm", "jax", f)
+    assert (status, out) == (0, "6\n")
+    assert any("MUL" in ln and ln.endswith("top 2") for ln in err.splitlines())
