@@ -1,0 +1,369 @@
+"""The optimizer on the device: bytecode to shorter bytecode with the same behaviour.
+
+``optimize(program, limits, passes)`` takes an ``isa.Program`` (batched, leading axis B,
+or one program) and returns the optimized Program with the same shapes. It is a pure
+function of fixed-shape arrays, usable under ``jit`` and ``vmap``; a batch is optimized
+program by program in parallel (``vmap`` of the one-program version), with no host
+round trip. The specification (what one round does, in which order, and the rules) is
+``jaxcc.reference.optimize``'s docstring; that module is the plain-Python oracle and
+this one must give the identical Program (tests/test_optimize.py,
+property_tests/test_optimize_vs_reference.py). docs/middle_end.md section 7 has the
+design and the measured gains.
+
+How the sequential algorithms become array code:
+
+* targets: a scatter of every jump's argument and every function entry into a mask;
+* jump threading: the end of every chain of JUMPs by pointer doubling
+  (``d = d[d]``, log2(I) + 1 times); a chain that still ends on a JUMP is a cycle;
+* reachability (forward) and liveness (backward) are data-flow problems solved by
+  rounds to the least fixpoint: a round scatters what the jumps carry, then propagates
+  along fall-through chains with one scan (reachability: a running maximum of "last
+  entry point" against "last instruction that does not fall through"; liveness: a
+  reversed associative scan of the transfer functions ``x -> A | (x & B)`` on bitsets of
+  32 slots a word). A round that changes nothing ends the loop; the number of rounds is
+  bounded by the code length (every fact travels along a path of at most I edges);
+* the rewrites: every position tests every rule at once on shifted copies of the code
+  (k - 1, k - 2); constant operations are evaluated with ``ops.evaluate`` for every
+  binary and unary opcode, and kept only where no check fires;
+* compaction: an exclusive prefix sum of "kept" gives each instruction its new index;
+  targets and entries are mapped through it; one scatter moves the code.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from jaxcc import isa, ops
+from jaxcc.errors import Code
+from jaxcc.isa import Op
+from jaxcc.limits import DEFAULT, Limits
+
+PASSES = ("thread", "unreachable", "fold", "peephole", "deadstore")
+MAX_ROUNDS = 32
+
+i32 = jnp.int32
+_JUMPS = (Op.JUMP, Op.FOR_RANGE, Op.JUMP_IF_FALSE, Op.JUMP_IF_TRUE,
+          Op.JUMP_IF_FALSE_OR_POP, Op.JUMP_IF_TRUE_OR_POP)  # fmt: skip
+_COND = (Op.JUMP_IF_FALSE, Op.JUMP_IF_TRUE, Op.JUMP_IF_FALSE_OR_POP, Op.JUMP_IF_TRUE_OR_POP)
+# right identities: x OP e == x for every int32 x, without any check firing
+_IDENTITY = {Op.ADD: 0, Op.SUB: 0, Op.OR: 0, Op.XOR: 0, Op.LSHIFT: 0, Op.RSHIFT: 0,
+             Op.MUL: 1, Op.FLOORDIV: 1, Op.POW: 1, Op.AND: -1}  # fmt: skip
+_NEGATE = {Op.LT: Op.GE, Op.GE: Op.LT, Op.LE: Op.GT, Op.GT: Op.LE, Op.EQ: Op.NE, Op.NE: Op.EQ}
+
+
+def _table(mapping: dict, default: int):
+    """An Int32[N_OPS + 1] lookup indexed by opcode (index N_OPS: any invalid opcode)."""
+    t = [default] * (isa.N_OPS + 1)
+    for k, v in mapping.items():
+        t[int(k)] = int(v)
+    return jnp.array(t, i32)
+
+
+def _is(op, opcodes) -> jax.Array:
+    return jnp.isin(op, jnp.array([int(o) for o in opcodes], i32))
+
+
+class _Code(NamedTuple):
+    """One program's code while it is optimized (unbatched)."""
+
+    op: jax.Array  # Int32[I]
+    arg: jax.Array  # Int32[I]
+    line: jax.Array  # Int32[I]
+    n: jax.Array  # Int32[]  n_code
+    entry: jax.Array  # Int32[F]  fn_entry
+    nf: jax.Array  # Int32[]  n_funcs
+
+
+def _valid(c: _Code):
+    return jnp.arange(c.op.shape[0], dtype=i32) < c.n
+
+
+def _jump_edge(c: _Code):
+    """Jumps whose target is an instruction of the program."""
+    return _valid(c) & _is(c.op, _JUMPS) & (c.arg >= 0) & (c.arg < c.n)
+
+
+def _falls(c: _Code):
+    """Instructions that can go on to the next one (which exists)."""
+    idx = jnp.arange(c.op.shape[0], dtype=i32)
+    ok_op = (c.op >= 0) & (c.op < isa.N_OPS) & ~_is(c.op, (Op.JUMP, Op.RETURN_VALUE))
+    return _valid(c) & ok_op & (idx + 1 < c.n)
+
+
+def _entries(c: _Code):
+    f = jnp.arange(c.entry.shape[0], dtype=i32)
+    return (f < c.nf) & (c.entry >= 0) & (c.entry < c.n)
+
+
+def _mark(size: int, where, at):
+    """Bool[size]: True at each ``at[j]`` with ``where[j]``."""
+    return jnp.zeros((size + 1,), bool).at[jnp.where(where, at, size)].set(True)[:size]
+
+
+def _targets(c: _Code):
+    size = c.op.shape[0]
+    return _mark(size, _jump_edge(c), c.arg) | _mark(size, _entries(c), c.entry)
+
+
+def _fixpoint(step, init, bound):
+    """Iterate ``x = step(x)`` from init until it stops changing (at most bound rounds)."""
+
+    def cond(s):
+        return s[2] & (s[1] < bound)
+
+    def body(s):
+        x, k, _ = s
+        y = step(x)
+        pairs = zip(jax.tree.leaves(x), jax.tree.leaves(y), strict=True)
+        changed = jnp.stack([jnp.any(a != b) for a, b in pairs]).any()
+        return y, k + 1, changed
+
+    return lax.while_loop(cond, body, (init, i32(0), jnp.array(True)))[0]
+
+
+# -- compaction -------------------------------------------------------------------------
+
+
+def compact(c: _Code, deleted) -> _Code:
+    """Remove the deleted instructions; jump targets and function entries follow their
+    instruction (a deleted one's to the next kept one)."""
+    size = c.op.shape[0]
+    keep = _valid(c) & ~deleted
+    k = keep.astype(i32)
+    new_index = jnp.cumsum(k) - k
+    pos = jnp.concatenate([new_index, jnp.sum(k, keepdims=True)])  # [I + 1]: t in [0, I]
+
+    def move(t, ok):
+        return jnp.where(ok & (t >= 0) & (t <= c.n), pos[jnp.clip(t, 0, size)], t)
+
+    arg = move(c.arg, _valid(c) & _is(c.op, _JUMPS))
+    f = jnp.arange(c.entry.shape[0], dtype=i32)
+    entry = move(c.entry, f < c.nf)
+    dest = jnp.where(keep, new_index, size)
+
+    def scatter(x):
+        return jnp.zeros((size + 1,), i32).at[dest].set(x)[:size]
+
+    return _Code(scatter(c.op), scatter(arg), scatter(c.line), jnp.sum(k), entry, c.nf)
+
+
+# -- passes -----------------------------------------------------------------------------
+
+
+def thread(c: _Code) -> _Code:
+    """Jump threading (all jumps at once, reading the code as it is)."""
+    size = c.op.shape[0]
+    idx = jnp.arange(size, dtype=i32)
+    edge = _jump_edge(c)
+    t = jnp.clip(c.arg, 0, size - 1)
+    is_jump = _valid(c) & (c.op == Op.JUMP)
+    d = jnp.where(is_jump & edge, c.arg, idx)
+    for _ in range(max(1, math.ceil(math.log2(size))) + 1):
+        d = d[d]
+    end = d[t]
+    to_jump = edge & is_jump[t]
+    chain_ok = to_jump & ~is_jump[end]
+    op, arg = c.op, jnp.where(chain_ok, end, c.arg)
+    # the *_OR_POP jumps, where the target tests the same value again
+    ot, at = c.op[t], c.arg[t]
+    for mine, same, popped in (
+        (Op.JUMP_IF_FALSE_OR_POP, (Op.JUMP_IF_FALSE, Op.JUMP_IF_FALSE_OR_POP), Op.JUMP_IF_FALSE),
+        (Op.JUMP_IF_TRUE_OR_POP, (Op.JUMP_IF_TRUE, Op.JUMP_IF_TRUE_OR_POP), Op.JUMP_IF_TRUE),
+    ):
+        here = edge & ~to_jump & (c.op == mine)
+        other = tuple(o for o in _COND if o not in same)
+        s, o = here & _is(ot, same), here & _is(ot, other)
+        op = jnp.where(s, ot, jnp.where(o, i32(popped), op))
+        arg = jnp.where(s, at, jnp.where(o, t + 1, arg))
+    return c._replace(op=op, arg=arg)
+
+
+def reachable(c: _Code):
+    """Bool[I]: instructions some path from a function entry reaches."""
+    size = c.op.shape[0]
+    idx = jnp.arange(size, dtype=i32)
+    edge, falls, valid = _jump_edge(c), _falls(c), _valid(c)
+    roots = _mark(size, _entries(c), c.entry)
+    stops = jnp.where(valid & ~falls, idx, -1)
+    last_stop = jnp.concatenate([jnp.full((1,), -1, i32), lax.cummax(stops)[:-1]])
+
+    def step(reach):
+        seed = roots | _mark(size, reach & edge, c.arg)
+        last_seed = lax.cummax(jnp.where(seed, idx, -1))
+        return valid & (last_seed >= 0) & (last_seed > last_stop)
+
+    return _fixpoint(step, roots, size + 2)
+
+
+def live_after(c: _Code, words: int):
+    """UInt32[I, words]: bit s of row i is set when some path from i's successors reads
+    slot s before writing it (slots >= 32 * words are not tracked: the dead-store rule
+    leaves them alone)."""
+    size = c.op.shape[0]
+    valid, edge, falls = _valid(c), _jump_edge(c), _falls(c)
+    slot_ok = (c.arg >= 0) & (c.arg < 32 * words)
+    word = jnp.clip(c.arg, 0, 32 * words - 1) // 32
+    bit = jnp.left_shift(jnp.uint32(1), (jnp.clip(c.arg, 0, 31 * words) % 32).astype(jnp.uint32))
+    onehot = jnp.where(jnp.arange(words)[None, :] == word[:, None], bit[:, None], jnp.uint32(0))
+    zero = jnp.uint32(0)
+    use = jnp.where((valid & (c.op == Op.LOAD_VAR) & slot_ok)[:, None], onehot, zero)
+    kill = jnp.where((valid & (c.op == Op.STORE_VAR) & slot_ok)[:, None], onehot, zero)
+    t = jnp.clip(c.arg, 0, size - 1)
+    through = jnp.where(falls[:, None], ~kill, zero)  # B: what passes from i + 1 to i
+
+    def combine(later, earlier):  # compose x -> A | (x & B), the earlier one applied last
+        return earlier[0] | (earlier[1] & later[0]), earlier[1] & later[1]
+
+    def step(live_in):
+        carried = jnp.where(edge[:, None], live_in[t], zero)
+        a = use | (carried & ~kill)
+        rev = lax.associative_scan(combine, (a[::-1], through[::-1]))
+        return rev[0][::-1]
+
+    live_in = _fixpoint(step, jnp.zeros((size, words), jnp.uint32), size + 2)
+    nxt = jnp.concatenate([live_in[1:], jnp.zeros((1, words), jnp.uint32)])
+    jump_in = jnp.where(edge[:, None], live_in[t], zero)
+    return jnp.where(falls[:, None], nxt, zero) | jump_in
+
+
+def _shift(x, k: int, fill):
+    """y[i] = x[i - k] (k > 0: from earlier positions; k < 0: from later ones)."""
+    pad = jnp.full((abs(k),), fill, x.dtype)
+    return jnp.concatenate([pad, x[:-k]]) if k > 0 else jnp.concatenate([x[-k:], pad])
+
+
+def _evaluate_all(opcodes, op, *args):
+    """(value, ok) of ``op`` at each position, over the given arithmetic opcodes."""
+    value, ok = jnp.zeros_like(op), jnp.zeros(op.shape, bool)
+    for o in opcodes:
+        v, code, _ = ops.evaluate(o, *args)
+        here = op == o
+        value = jnp.where(here, v, value)
+        ok = jnp.where(here, code == Code.OK, ok)
+    return value, ok
+
+
+def rewrite(c: _Code, passes: tuple, words: int) -> _Code:
+    """The fold / peephole / deadstore rewrites at every anchor at once, then compaction."""
+    size = c.op.shape[0]
+    idx = jnp.arange(size, dtype=i32)
+    valid = _valid(c)
+    op = jnp.where(valid, c.op, -1)
+    arg = c.arg
+    free = ~_targets(c)
+    p1, p2 = _shift(op, 1, -1), _shift(op, 2, -1)
+    a1, a2 = _shift(arg, 1, 0), _shift(arg, 2, 0)
+    free1 = _shift(free, 1, True)
+    lc1, lc2 = p1 == Op.LOAD_CONST, p2 == Op.LOAD_CONST
+    binary, unary = _is(op, isa.BINARY_OPS), _is(op, isa.UNARY_OPS)
+    false = jnp.zeros((size,), bool)
+
+    # each rule: (fires at anchor k, new op at k or -1 to delete it, new arg, deletes k-1, k-2)
+    rules = []
+    if "fold" in passes:
+        v2, ok2 = _evaluate_all(isa.BINARY_OPS, op, a2, a1)
+        rules.append((binary & lc1 & lc2 & free1 & free & ok2, Op.LOAD_CONST, v2, True, True))
+        v1, ok1 = _evaluate_all(isa.UNARY_OPS, op, a1)
+        rules.append((unary & lc1 & free & ok1, Op.LOAD_CONST, v1, True, False))
+        cond = _is(op, _COND) & lc1 & free
+        on_true = _is(op, (Op.JUMP_IF_TRUE, Op.JUMP_IF_TRUE_OR_POP))
+        jumps = (a1 != 0) == on_true
+        plain = _is(op, (Op.JUMP_IF_FALSE, Op.JUMP_IF_TRUE))
+        rules.append((cond & ~jumps, -1, arg, True, False))
+        rules.append((cond & jumps & plain, Op.JUMP, arg, True, False))
+        rules.append((cond & jumps & ~plain, Op.JUMP, arg, False, False))
+    if "peephole" in passes:
+        ident = _table(_IDENTITY, 7)  # 7: not an identity value of any opcode
+        neg = _table(_NEGATE, -1)
+        nop = jnp.clip(op, 0, isa.N_OPS)
+        rules.append((binary & lc1 & free & (ident[nop] == a1) & (ident[nop] != 7),
+                      -1, arg, True, False))  # fmt: skip
+        rules.append(((op == Op.POP_TOP) & lc1 & free, -1, arg, True, False))
+        gone = ((op == Op.POP_N) & (arg == 0)) | ((op == Op.JUMP) & (arg == idx + 1))
+        rules.append((gone, -1, arg, False, False))
+        np1 = jnp.clip(p1, 0, isa.N_OPS)
+        cmp_not = (op == Op.NOT) & (neg[np1] >= 0) & free
+        rules.append((cmp_not, neg[np1], jnp.zeros_like(arg), True, False))
+        # NOT; JUMP_IF_x -> JUMP_IF_not-x, unless that NOT is rewritten itself
+        _, ok_not = _evaluate_all((Op.NOT,), jnp.full_like(op, int(Op.NOT)), a2)
+        not_folded = ("fold" in passes) & lc2 & free1 & ok_not
+        not_merged = (neg[jnp.clip(p2, 0, isa.N_OPS)] >= 0) & free1
+        not_kept = ~(not_folded | not_merged)
+        flip = _is(op, (Op.JUMP_IF_FALSE, Op.JUMP_IF_TRUE)) & (p1 == Op.NOT) & free & not_kept
+        flipped = jnp.where(op == Op.JUMP_IF_FALSE, i32(Op.JUMP_IF_TRUE), i32(Op.JUMP_IF_FALSE))
+        rules.append((flip, flipped, arg, True, False))
+    if "deadstore" in passes:
+        live = live_after(c, words)
+        s = jnp.clip(arg, 0, 32 * words - 1)
+        bit = jnp.right_shift(live[idx, s // 32], (s % 32).astype(jnp.uint32)) & 1
+        in_range = (arg >= 0) & (arg < 32 * words)
+        dead = in_range & (bit == 0)
+        pair = (op == Op.LOAD_VAR) & (p1 == Op.STORE_VAR) & (a1 == arg) & free & dead
+        rules.append((pair, -1, arg, True, False))
+
+    fired = false
+    new_op, new_arg, deleted, del1, del2 = op, arg, false, false, false
+    for fires, o, a, d1, d2 in rules:
+        f = fires & ~fired
+        o = jnp.broadcast_to(jnp.asarray(o, i32), (size,))
+        new_op = jnp.where(f & (o >= 0), o, new_op)
+        new_arg = jnp.where(f & (o >= 0), a, new_arg)
+        deleted = deleted | (f & (o < 0))
+        del1 = del1 | (f & d1)
+        del2 = del2 | (f & d2)
+        fired = fired | f
+    deleted = deleted | _shift(del1, -1, False) | _shift(del2, -2, False)
+    new_op = jnp.where(valid, new_op, c.op)
+    return compact(c._replace(op=new_op, arg=new_arg), deleted)
+
+
+# -- the driver -------------------------------------------------------------------------
+
+
+def _round(c: _Code, passes: tuple, words: int) -> _Code:
+    if "thread" in passes:
+        c = thread(c)
+    if "unreachable" in passes:
+        c = compact(c, ~reachable(c))
+    if {"fold", "peephole", "deadstore"} & set(passes):
+        c = rewrite(c, passes, words)
+    return c
+
+
+def optimize_one(program: isa.Program, passes: tuple, words: int, max_rounds: int):
+    """One (unbatched) program."""
+    c = _Code(*(jnp.asarray(x, i32) for x in (program.op, program.arg, program.line,
+                                               program.n_code, program.fn_entry,
+                                               program.n_funcs)))  # fmt: skip
+    c = _fixpoint(lambda x: _round(x, passes, words), c, max_rounds)
+    return program._replace(op=c.op, arg=c.arg, line=c.line, n_code=c.n, fn_entry=c.entry)
+
+
+def check_passes(passes) -> tuple:
+    """``passes`` as a tuple in PASSES order; ValueError naming an unknown one."""
+    unknown = set(passes) - set(PASSES)
+    if unknown:
+        raise ValueError(f"unknown optimizer passes: {sorted(unknown)} (known: {PASSES})")
+    return tuple(p for p in PASSES if p in passes)
+
+
+@functools.partial(jax.jit, static_argnames=("limits", "passes", "max_rounds"))
+def _optimize(program, limits, passes, max_rounds):
+    words = max(1, -(-limits.max_locals // 32))
+    one = functools.partial(optimize_one, passes=passes, words=words, max_rounds=max_rounds)
+    if jnp.ndim(program.op) == 1:
+        return one(program)
+    return jax.vmap(one)(program)
+
+
+def optimize(program: isa.Program, limits: Limits = DEFAULT, passes=PASSES,
+             max_rounds: int = MAX_ROUNDS) -> isa.Program:  # fmt: skip
+    """The optimized Program (same shapes; batched or one program). ``limits`` (static)
+    gives the slot bitsets' width (max_locals); ``passes``: the names of PASSES to run."""
+    return _optimize(program, limits, check_passes(passes), max_rounds)

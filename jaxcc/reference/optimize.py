@@ -1,0 +1,364 @@
+"""The reference optimizer: plain Python over one program's bytecode, the oracle of
+jaxcc.optimize (the device optimizer must give the identical Program, program by program).
+
+It is written for clarity, not speed, and independently of the device version: lists and
+dicts, a worklist for liveness, a depth-first search for reachability, the reference
+interpreter itself to evaluate a constant operation. What the two share is the
+specification below (docs/middle_end.md, section 7).
+
+Input: bytecode as the compilers emit it (jaxcc.compiler or jaxcc.reference.compiler).
+On other bytecode the result is some Program of the same shapes, without any promise.
+
+The optimizer runs rounds until a round changes nothing (at most ``MAX_ROUNDS``). One
+round, each step reading the code that the step before left:
+
+1. ``thread`` (jump threading): every jump instruction's target is replaced, reading the
+   code as it was at the start of this step:
+
+   * JUMP, JUMP_IF_FALSE, JUMP_IF_TRUE, FOR_RANGE, and the *_OR_POP jumps, whose target
+     is a JUMP: the end of that chain of JUMPs (the first instruction on it that is not a
+     JUMP); a chain that runs into a cycle is left alone;
+   * JUMP_IF_FALSE_OR_POP to a JUMP_IF_FALSE / JUMP_IF_FALSE_OR_POP with target u (the
+     value is known false there): that instruction's opcode and target u; to a
+     JUMP_IF_TRUE / JUMP_IF_TRUE_OR_POP at t: JUMP_IF_FALSE t + 1 (the value is popped
+     and falls through). JUMP_IF_TRUE_OR_POP the other way round.
+2. ``unreachable``: instructions that no path from a function entry reaches are deleted.
+3. the rewrites of ``fold``, ``peephole`` and ``deadstore``, each at an anchor
+   instruction k, all decided on the same code (the one after step 2, compacted).
+   "k is a target" means some jump's argument or some function entry is k. The patterns
+   never overlap (their non-anchor instructions are LOAD_CONST, NOT, a comparison or a
+   STORE_VAR, none of which anchors a rule that could fire with them):
+
+   * fold: ``LOAD_CONST a; LOAD_CONST b; BINARY`` (the last two not targets) and
+     ``LOAD_CONST a; UNARY`` (the last not a target) -> ``LOAD_CONST r`` at k, when the
+     operation raises nothing (no OverflowError, ZeroDivisionError, ValueError: those are
+     left to run); ``LOAD_CONST c; JUMP_IF_x`` (k not a target): the jump folded (taken:
+     JUMP at k, the constant deleted; not taken: both deleted); for the *_OR_POP jumps a
+     taken jump keeps its constant (``LOAD_CONST c; JUMP``).
+   * peephole: ``LOAD_CONST e; OP`` where e is OP's right identity (ADD/SUB/OR/XOR/
+     LSHIFT/RSHIFT 0, MUL/FLOORDIV/POW 1, AND -1; k not a target) -> deleted;
+     ``LOAD_CONST c; POP_TOP`` -> deleted; ``POP_N 0`` -> deleted; ``JUMP k + 1`` ->
+     deleted; ``COMPARE; NOT`` -> the negated comparison at k; ``NOT; JUMP_IF_FALSE t``
+     -> ``JUMP_IF_TRUE t`` (and the other way round) unless the NOT is itself rewritten.
+   * deadstore: ``STORE_VAR s; LOAD_VAR s`` (k not a target) where slot s is not live
+     after k (no path from k + 1 reads s before writing it) -> both deleted: the value
+     stays on the stack.
+
+   Deleted instructions are then removed (compaction): every jump target and function
+   entry moves to where its instruction went (a deleted one's to the next kept one).
+
+Kept invariants: instructions are only deleted or rewritten in place, so every
+instruction that can raise keeps its line; fn_maxstack, fn_nparams, fn_nlocals and
+fn_rettype are kept (no rewrite makes the operand stack deeper, and a smaller maxstack
+would change when a deep recursion raises RecursionError); padding stays NOP / 0.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from jaxcc import isa
+from jaxcc.errors import Code
+from jaxcc.isa import Op
+from jaxcc.limits import Limits
+
+PASSES = ("thread", "unreachable", "fold", "peephole", "deadstore")
+MAX_ROUNDS = 32
+
+_COND = {Op.JUMP_IF_FALSE, Op.JUMP_IF_TRUE, Op.JUMP_IF_FALSE_OR_POP, Op.JUMP_IF_TRUE_OR_POP}
+_JUMPS = {Op.JUMP, Op.FOR_RANGE} | _COND
+_NO_FALL = {Op.JUMP, Op.RETURN_VALUE}
+_BINARY = set(isa.BINARY_OPS)
+_UNARY = set(isa.UNARY_OPS)
+_IDENTITY = {
+    Op.ADD: 0, Op.SUB: 0, Op.OR: 0, Op.XOR: 0, Op.LSHIFT: 0, Op.RSHIFT: 0,
+    Op.MUL: 1, Op.FLOORDIV: 1, Op.POW: 1, Op.AND: -1,
+}  # fmt: skip
+_NEGATED = {Op.LT: Op.GE, Op.GE: Op.LT, Op.LE: Op.GT, Op.GT: Op.LE, Op.EQ: Op.NE, Op.NE: Op.EQ}
+_FLIP = {Op.JUMP_IF_FALSE: Op.JUMP_IF_TRUE, Op.JUMP_IF_TRUE: Op.JUMP_IF_FALSE}
+
+
+def _evaluate(op: int, consts: list[int]):
+    """The value the machine pushes for ``LOAD_CONST c...; op``, or None when it raises:
+    asked of the reference interpreter itself."""
+    from jaxcc.reference import interp  # noqa: PLC0415
+
+    code = [int(Op.LOAD_CONST)] * len(consts) + [op, int(Op.RETURN_VALUE)]
+    n = len(code)
+    prog = isa.Program(
+        op=np.array(code, np.int32),
+        arg=np.array([*consts, 0, 0], np.int32),
+        line=np.ones(n, np.int32),
+        n_code=np.int32(n),
+        fn_entry=np.zeros(1, np.int32),
+        fn_nparams=np.zeros(1, np.int32),
+        fn_nlocals=np.zeros(1, np.int32),
+        fn_maxstack=np.array([2], np.int32),
+        fn_rettype=np.zeros(1, np.int32),
+        n_funcs=np.int32(1),
+    )
+    res = interp.run_program(prog, Limits(max_stack=8, max_steps=10))
+    return int(res.result) if int(res.status) == Code.OK else None
+
+
+class _Code:
+    """One program's code as lists (ops, args, lines) plus its function entries."""
+
+    def __init__(self, ops, args, lines, entries):
+        self.ops, self.args, self.lines, self.entries = ops, args, lines, entries
+
+    def key(self):
+        return (tuple(self.ops), tuple(self.args), tuple(self.lines), tuple(self.entries))
+
+    def targets(self) -> set[int]:
+        t = set(self.entries)
+        for o, a in zip(self.ops, self.args, strict=True):
+            if o in _JUMPS:
+                t.add(a)
+        return t
+
+    def successors(self, i: int) -> list[int]:
+        o, n = self.ops[i], len(self.ops)
+        out = []
+        if o in _JUMPS:
+            out.append(self.args[i])
+        if o not in _NO_FALL and o in Op._value2member_map_ and i + 1 < n:
+            out.append(i + 1)
+        return [s for s in out if 0 <= s < n]
+
+    def compact(self, deleted: set[int]) -> None:
+        """Remove the deleted instructions; targets and entries follow their instruction
+        (a deleted one's to the next kept one)."""
+        if not deleted:
+            return
+        n = len(self.ops)
+        new_index, kept = [], 0
+        for i in range(n + 1):
+            new_index.append(kept)
+            if i < n and i not in deleted:
+                kept += 1
+
+        def move(t):
+            return new_index[t] if 0 <= t <= n else t
+
+        keep = [i for i in range(n) if i not in deleted]
+        self.args = [move(self.args[i]) if self.ops[i] in _JUMPS else self.args[i] for i in keep]
+        self.ops = [self.ops[i] for i in keep]
+        self.lines = [self.lines[i] for i in keep]
+        self.entries = [move(e) for e in self.entries]
+
+
+def _jump_chain_end(ops: list[int], args: list[int], t: int) -> int | None:
+    """The first instruction that is not a JUMP on the chain of JUMPs from t (None: a
+    cycle, or a target outside the code)."""
+    seen = set()
+    while 0 <= t < len(ops) and ops[t] == Op.JUMP:
+        if t in seen:
+            return None
+        seen.add(t)
+        t = args[t]
+    return t if 0 <= t < len(ops) else None
+
+
+def thread(code: _Code) -> None:
+    ops, args = list(code.ops), list(code.args)  # the code at the start of the step
+    n = len(ops)
+    for i, o in enumerate(ops):
+        if o not in _JUMPS or not 0 <= args[i] < n:
+            continue
+        t = args[i]
+        if ops[t] == Op.JUMP:
+            end = _jump_chain_end(ops, args, t)
+            if end is not None:
+                code.args[i] = end
+            continue
+        if o == Op.JUMP_IF_FALSE_OR_POP:
+            same, other = (
+                (Op.JUMP_IF_FALSE, Op.JUMP_IF_FALSE_OR_POP),
+                (
+                    Op.JUMP_IF_TRUE,
+                    Op.JUMP_IF_TRUE_OR_POP,
+                ),
+            )
+            popped = Op.JUMP_IF_FALSE
+        elif o == Op.JUMP_IF_TRUE_OR_POP:
+            same, other = (
+                (Op.JUMP_IF_TRUE, Op.JUMP_IF_TRUE_OR_POP),
+                (
+                    Op.JUMP_IF_FALSE,
+                    Op.JUMP_IF_FALSE_OR_POP,
+                ),
+            )
+            popped = Op.JUMP_IF_TRUE
+        else:
+            continue
+        if ops[t] in same:  # the value decides the same way there: go where it goes
+            code.ops[i], code.args[i] = ops[t], args[t]
+        elif ops[t] in other:  # it is popped there and falls through
+            code.ops[i], code.args[i] = popped, t + 1
+
+
+def remove_unreachable(code: _Code) -> None:
+    reached = set()
+    todo = [e for e in code.entries if 0 <= e < len(code.ops)]
+    while todo:
+        i = todo.pop()
+        if i in reached:
+            continue
+        reached.add(i)
+        todo.extend(code.successors(i))
+    code.compact({i for i in range(len(code.ops)) if i not in reached})
+
+
+def live_after(code: _Code) -> list[set[int]]:
+    """live_out[i]: the slots that some path from instruction i's successors reads before
+    writing (a backward worklist to the least fixpoint)."""
+    n = len(code.ops)
+    preds: list[list[int]] = [[] for _ in range(n)]
+    for i in range(n):
+        for s in code.successors(i):
+            preds[s].append(i)
+    live_in: list[set[int]] = [set() for _ in range(n)]
+    live_out: list[set[int]] = [set() for _ in range(n)]
+    todo = list(range(n))
+    while todo:
+        i = todo.pop()
+        out = set()
+        for s in code.successors(i):
+            out |= live_in[s]
+        live_out[i] = out
+        o, a = code.ops[i], code.args[i]
+        new_in = set(out)
+        if o == Op.STORE_VAR:
+            new_in.discard(a)
+        if o == Op.LOAD_VAR:
+            new_in.add(a)
+        if new_in != live_in[i]:
+            live_in[i] = new_in
+            todo.extend(preds[i])
+    return live_out
+
+
+def rewrite(code: _Code, passes) -> None:
+    """The fold / peephole / deadstore rewrites of one round (all decided on the same
+    code), then the compaction."""
+    ops, args = list(code.ops), list(code.args)
+    n = len(ops)
+    targets = code.targets()
+    live = live_after(code) if "deadstore" in passes else None
+    deleted: set[int] = set()
+    new = {}  # position -> (op, arg)
+
+    def free(*pos):  # none of these is a target
+        return all(p not in targets for p in pos)
+
+    def not_rewritten(k):
+        """Whether the NOT at k is left as it is (neither folded nor merged into the
+        comparison before it)."""
+        if k < 1 or not free(k):
+            return True
+        if "fold" in passes and ops[k - 1] == Op.LOAD_CONST:
+            return _evaluate(Op.NOT, [args[k - 1]]) is None
+        return not ("peephole" in passes and ops[k - 1] in _NEGATED)
+
+    for k in range(n):
+        o = ops[k]
+        p1 = ops[k - 1] if k >= 1 else None
+        p2 = ops[k - 2] if k >= 2 else None
+        if "fold" in passes:
+            if o in _BINARY and p1 == p2 == Op.LOAD_CONST and free(k - 1, k):
+                r = _evaluate(o, [args[k - 2], args[k - 1]])
+                if r is not None:
+                    new[k] = (Op.LOAD_CONST, r)
+                    deleted |= {k - 2, k - 1}
+                    continue
+            if o in _UNARY and p1 == Op.LOAD_CONST and free(k):
+                r = _evaluate(o, [args[k - 1]])
+                if r is not None:
+                    new[k] = (Op.LOAD_CONST, r)
+                    deleted.add(k - 1)
+                    continue
+            if o in _COND and p1 == Op.LOAD_CONST and free(k):
+                truthy = args[k - 1] != 0
+                jumps = truthy == (o in (Op.JUMP_IF_TRUE, Op.JUMP_IF_TRUE_OR_POP))
+                if not jumps:
+                    deleted |= {k - 1, k}
+                else:
+                    new[k] = (Op.JUMP, args[k])
+                    if o in (Op.JUMP_IF_FALSE, Op.JUMP_IF_TRUE):
+                        deleted.add(k - 1)
+                continue
+        if "peephole" in passes:
+            if o in _BINARY and p1 == Op.LOAD_CONST and free(k):
+                if _IDENTITY.get(o) == args[k - 1]:
+                    deleted |= {k - 1, k}
+                    continue
+            if o == Op.POP_TOP and p1 == Op.LOAD_CONST and free(k):
+                deleted |= {k - 1, k}
+                continue
+            if (o == Op.POP_N and args[k] == 0) or (o == Op.JUMP and args[k] == k + 1):
+                deleted.add(k)
+                continue
+            if o == Op.NOT and p1 in _NEGATED and free(k):
+                new[k] = (_NEGATED[p1], 0)
+                deleted.add(k - 1)
+                continue
+            if o in _FLIP and p1 == Op.NOT and free(k) and not_rewritten(k - 1):
+                new[k] = (_FLIP[o], args[k])
+                deleted.add(k - 1)
+                continue
+        if "deadstore" in passes:
+            if (o == Op.LOAD_VAR and p1 == Op.STORE_VAR and args[k - 1] == args[k]
+                    and free(k) and args[k] not in live[k]):  # fmt: skip
+                deleted |= {k - 1, k}
+                continue
+    for k, (o, a) in new.items():
+        code.ops[k], code.args[k] = int(o), int(a)
+    code.compact(deleted)
+
+
+def _optimize_one(program: isa.Program, passes, max_rounds: int) -> isa.Program:
+    n = int(program.n_code)
+    nf = int(program.n_funcs)
+    op = np.asarray(program.op)
+    code = _Code(
+        [int(x) for x in op[:n]],
+        [int(x) for x in np.asarray(program.arg)[:n]],
+        [int(x) for x in np.asarray(program.line)[:n]],
+        [int(x) for x in np.asarray(program.fn_entry)[:nf]],
+    )
+    for _ in range(max_rounds):
+        before = code.key()
+        if "thread" in passes:
+            thread(code)
+        if "unreachable" in passes:
+            remove_unreachable(code)
+        if {"fold", "peephole", "deadstore"} & set(passes):
+            rewrite(code, passes)
+        if code.key() == before:
+            break
+    size = op.shape[0]
+    m = len(code.ops)
+    out_op, out_arg, out_line = (np.zeros(size, np.int32) for _ in range(3))
+    out_op[:m], out_arg[:m], out_line[:m] = code.ops, code.args, code.lines
+    entry = np.array(program.fn_entry, np.int32, copy=True)
+    entry[:nf] = code.entries
+    return program._replace(op=out_op, arg=out_arg, line=out_line, n_code=np.int32(m),
+                            fn_entry=entry)  # fmt: skip
+
+
+def optimize(program: isa.Program, passes=PASSES, max_rounds: int = MAX_ROUNDS) -> isa.Program:
+    """The optimized program (numpy arrays); batched (leading axis B) or one program.
+    ``passes``: the names of PASSES to run (the others are off)."""
+    unknown = set(passes) - set(PASSES)
+    if unknown:
+        raise ValueError(f"unknown optimizer passes: {sorted(unknown)} (known: {PASSES})")
+    if np.ndim(program.op) == 1:
+        return _optimize_one(program, tuple(passes), max_rounds)
+    rows = [
+        _optimize_one(isa.Program(*(np.asarray(f)[b] for f in program)), tuple(passes), max_rounds)
+        for b in range(np.shape(program.op)[0])
+    ]
+    if not rows:
+        return isa.Program(*(np.asarray(f) for f in program))
+    return isa.Program(*(np.stack([np.asarray(r[i]) for r in rows]) for i in range(len(rows[0]))))
