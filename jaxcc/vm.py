@@ -492,6 +492,73 @@ def _fence():
     """
 
 
+class _Fetched(NamedTuple):
+    """What one step reads: the decoded instruction, the operands, the addressed slot,
+    the caller's frame record and one function-table row (``_fetch``)."""
+
+    run: object
+    o: object
+    a: object
+    valid: object
+    kind: object
+    pops_t: object
+    pushes_t: object
+    timeout: object
+    depth: object
+    is_call: object
+    is_ret: object
+    f_entry: object
+    f_np: object
+    f_nl: object
+    f_ms: object
+    third: object
+    second: object
+    top: object
+    slot: object
+    ret_pc: object
+    ret_fp: object
+    ret_fn: object
+    ret_serial: object
+    mem: object
+
+
+class _Outcome(NamedTuple):
+    """What one step decides (``_check``): its status and each opcode's results."""
+
+    pops: object
+    bval: object
+    bcode: object
+    uval: object
+    is_bin: object
+    is_un: object
+    is_for: object
+    rc: object
+    r_more: object
+    r_next: object
+    new_fp: object
+    is_print: object
+    d5: object
+    new_status: object
+    go: object
+    steps: object
+
+
+class _Registers(NamedTuple):
+    """The lane's registers after a completed step (``_registers``)."""
+
+    nxt: object
+    pc: object
+    sp: object
+    fp: object
+    fn: object
+    fdepth: object
+    serial: object
+    nparams: object
+    nlocals: object
+    maxstack: object
+    n_out: object
+
+
 def _step(t: Tables, lay: Layout, limits: Limits, s: Lane) -> Lane:
     """One instruction of one lane (vmapped over lanes; ``t`` is shared).
 
@@ -508,10 +575,46 @@ def _step(t: Tables, lay: Layout, limits: Limits, s: Lane) -> Lane:
         if depth < pops or depth - pops + PUSHES[o] > maxstack: status = INVALID_BYTECODE; return
         if o's own check fails: status = its error; return
         execute o (at most two value-stack / frame / output pairs written)
+
+    In four named steps: ``_fetch`` (decode and read), ``_check`` (checks 1-5, each
+    opcode's results), ``_registers`` (pc, sp, frame, output count), ``_write`` (the
+    pairs written to memory).
     """
+    f = _fetch(t, lay, s)
+    x = _check(limits, s, f)
+    r = _registers(s, f, x)
+    mem = _write(lay, s, f, x, r)
+
+    def upd(new, old):  # a register changes only when the instruction completes
+        return jnp.where(x.go, new, old)
+
+    return Lane(
+        pid=s.pid,
+        budget=s.budget,
+        n_code=s.n_code,
+        n_funcs=s.n_funcs,
+        pc=upd(r.pc, s.pc),
+        sp=upd(r.sp, s.sp),
+        fp=upd(r.fp, s.fp),
+        fn=upd(r.fn, s.fn),
+        depth=upd(r.fdepth, s.depth),
+        serial=upd(r.serial, s.serial),
+        nparams=upd(r.nparams, s.nparams),
+        nlocals=upd(r.nlocals, s.nlocals),
+        maxstack=upd(r.maxstack, s.maxstack),
+        steps=x.steps,
+        status=jnp.where(f.run, x.new_status, s.status),
+        n_out=upd(r.n_out, s.n_out),
+        mem=mem,
+    )
+
+
+def _fetch(t: Tables, lay: Layout, s: Lane) -> _Fetched:
+    """Decode the instruction at pc and read what the step needs: the top three operands,
+    the addressed slot and the caller's frame record (one gather), then the callee's or
+    caller's function-table row."""
     run = s.status == Code.RUNNING
     n_code = s.n_code
-    n_funcs = s.n_funcs
     ins = _get(t.code, (s.pid, s.pc, 0), (1, 1, 2))[0, 0]
     o, a = ins[0], ins[1]
     pc_ok = (s.pc >= 0) & (s.pc < n_code)
@@ -563,6 +666,42 @@ def _step(t: Tables, lay: Layout, limits: Limits, s: Lane) -> Lane:
     slot = pairs[3]
     ret_pc, ret_fp, ret_fn, ret_serial = pairs[4, 0], pairs[4, 1], pairs[5, 0], pairs[5, 1]
 
+    return _Fetched(
+        run,
+        o,
+        a,
+        valid,
+        kind,
+        pops_t,
+        pushes_t,
+        timeout,
+        depth,
+        is_call,
+        is_ret,
+        f_entry,
+        f_np,
+        f_nl,
+        f_ms,
+        third,
+        second,
+        top,
+        slot,
+        ret_pc,
+        ret_fp,
+        ret_fn,
+        ret_serial,
+        mem,
+    )
+
+
+def _check(limits: Limits, s: Lane, f: _Fetched) -> _Outcome:
+    """Checks 3-5 (isa.py's order; 1 and 2 are ``_fetch``'s valid and timeout) and each
+    opcode's results; the first failing check gives the new status."""
+    run, o, a, valid, kind, pops_t = f.run, f.o, f.a, f.valid, f.kind, f.pops_t
+    pushes_t, timeout, depth, is_call = f.pushes_t, f.timeout, f.depth, f.is_call
+    is_ret, f_entry, f_np, f_nl, f_ms = f.is_ret, f.f_entry, f.f_np, f.f_nl, f.f_ms
+    third, second, top, slot = f.third, f.second, f.top, f.slot
+    n_code, n_funcs = s.n_code, s.n_funcs
     # check 3: the argument
     arg_bad = (
         ((kind == ArgKind.SLOT) & ((a < 0) | (a >= s.nlocals)))
@@ -628,6 +767,32 @@ def _step(t: Tables, lay: Layout, limits: Limits, s: Lane) -> Lane:
     started = run & valid & ~timeout
     steps = jnp.where(started, s.steps + 1, s.steps)
 
+    return _Outcome(
+        pops,
+        bval,
+        bcode,
+        uval,
+        is_bin,
+        is_un,
+        is_for,
+        rc,
+        r_more,
+        r_next,
+        new_fp,
+        is_print,
+        d5,
+        new_status,
+        go,
+        steps,
+    )
+
+
+def _registers(s: Lane, f: _Fetched, x: _Outcome) -> _Registers:
+    """pc, sp, the frame registers and the output count after the step."""
+    o, a, pops_t, pushes_t, is_call = f.o, f.a, f.pops_t, f.pushes_t, f.is_call
+    is_ret, f_entry, f_np, f_nl, f_ms, top = f.is_ret, f.f_entry, f.f_np, f.f_nl, f.f_ms, f.top
+    ret_pc, ret_fp, ret_fn, ret_serial = f.ret_pc, f.ret_fp, f.ret_fn, f.ret_serial
+    is_for, r_more, new_fp, is_print, steps = x.is_for, x.r_more, x.new_fp, x.is_print, x.steps
     # --- control flow
     nxt = s.pc + 1
     taken = (
@@ -660,6 +825,18 @@ def _step(t: Tables, lay: Layout, limits: Limits, s: Lane) -> Lane:
     maxstack = jnp.where(new_frame, f_ms, s.maxstack)
     n_out = jnp.where(is_print, s.n_out + 1, s.n_out)
 
+    return _Registers(nxt, pc, sp, fp, fn, fdepth, serial, nparams, nlocals, maxstack, n_out)
+
+
+def _write(lay: Layout, s: Lane, f: _Fetched, x: _Outcome, r: _Registers):
+    """The (at most two) pairs the step writes to memory: a value-stack slot, a frame
+    record, an output item; the stopping step writes the lane's result instead."""
+    run, o, a, is_call, is_ret = f.run, f.o, f.a, f.is_call, f.is_ret
+    top, slot, mem = f.top, f.slot, f.mem
+    bval, uval, is_bin, is_un, is_for, rc = x.bval, x.uval, x.is_bin, x.is_un, x.is_for, x.rc
+    r_more, r_next, is_print, d5 = x.r_more, x.r_next, x.is_print, x.d5
+    new_status, go = x.new_status, x.go
+    nxt, pc, sp, fp, fn, fdepth, serial, nparams, nlocals, maxstack, n_out = r
     # --- the (at most two) pairs written: index into mem and the pair
     ser = s.serial
     is_push_val = (o == Op.LOAD_CONST) | (o == Op.LOAD_VAR) | (o == Op.DUP_TOP)
@@ -711,28 +888,7 @@ def _step(t: Tables, lay: Layout, limits: Limits, s: Lane) -> Lane:
     vals = jnp.stack([jnp.stack([v1a, v1b]), jnp.stack([v2a, v2b])])
     mem = mem.at[idx].set(vals, mode="drop", unique_indices=True)
 
-    def upd(new, old):
-        return jnp.where(go, new, old)
-
-    return Lane(
-        pid=s.pid,
-        budget=s.budget,
-        n_code=s.n_code,
-        n_funcs=s.n_funcs,
-        pc=upd(pc, s.pc),
-        sp=upd(sp, s.sp),
-        fp=upd(fp, s.fp),
-        fn=upd(fn, s.fn),
-        depth=upd(fdepth, s.depth),
-        serial=upd(serial, s.serial),
-        nparams=upd(nparams, s.nparams),
-        nlocals=upd(nlocals, s.nlocals),
-        maxstack=upd(maxstack, s.maxstack),
-        steps=steps,
-        status=jnp.where(run, new_status, s.status),
-        n_out=upd(n_out, s.n_out),
-        mem=mem,
-    )
+    return mem
 
 
 # ----------------------------------------------------------------------------------------
