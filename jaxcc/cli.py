@@ -159,6 +159,66 @@ def _add_backend_options(p: argparse.ArgumentParser) -> None:
     )
 
 
+OPT_PASSES = ("thread", "unreachable", "fold", "peephole", "deadstore")  # jaxcc.optimize.PASSES
+
+
+def _add_optimizer_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("optimizer (--compiler python and jax; docs/middle_end.md section 7)")
+    g.add_argument(
+        "-O",
+        dest="opt",
+        type=int,
+        choices=(0, 1),
+        default=1,
+        metavar="LEVEL",
+        help="-O0: the compiler's bytecode as it is; -O1 (default): optimized (same output "
+        "and errors, fewer instructions; --max-steps counts the optimized code)",
+    )
+    g.add_argument(
+        "--passes",
+        default=",".join(OPT_PASSES),
+        metavar="NAMES",
+        help=f"with -O1, the passes to run, comma-separated (default all: {','.join(OPT_PASSES)})",
+    )
+    g.add_argument(
+        "--no-pass",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="with -O1, turn one pass off (repeatable), e.g. --no-pass deadstore",
+    )
+
+
+def _passes(ns: argparse.Namespace) -> tuple[str, ...] | None:
+    """The optimizer passes the options ask for, or None for -O0."""
+    if ns.opt == 0:
+        return None
+    names = [n.strip() for n in ns.passes.split(",") if n.strip()]
+    unknown = sorted(set(names) - set(OPT_PASSES)) + sorted(set(ns.no_pass) - set(OPT_PASSES))
+    if unknown:
+        raise SystemExit(f"jaxcc: unknown optimizer pass {unknown[0]!r} "
+                         f"(known: {', '.join(OPT_PASSES)})")  # fmt: skip
+    return tuple(n for n in OPT_PASSES if n in names and n not in ns.no_pass)
+
+
+def _optimizing(compiler: str, compile_many: Callable, passes) -> Callable:
+    """compile_many followed by the optimizer (``passes``; None: none). The jax compiler
+    optimizes on the device inside its jitted compile, the python compiler with the
+    reference optimizer; the neural and hybrid compilers' code is left as it is."""
+    if passes is None or compiler not in ("jax", "python"):
+        return compile_many
+    if compiler == "jax":
+        return functools.partial(compile_many, optimize=True, passes=passes)
+
+    def optimized(sources, limits):
+        from jaxcc.reference import optimize as ref_opt
+
+        program, error, debug = compile_many(sources, limits)
+        return ref_opt.optimize(program, passes), error, debug
+
+    return optimized
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="jaxcc",
@@ -218,6 +278,7 @@ def build_parser() -> argparse.ArgumentParser:
         "(--vm jax: the first 10,000 steps of each file); slow",
     )
     _add_backend_options(run)
+    _add_optimizer_options(run)
     _add_limit_options(run)
 
     dis = sub.add_parser(
@@ -227,6 +288,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     dis.add_argument("file", metavar="FILE", help="source file of the subset")
     _add_backend_options(dis)
+    _add_optimizer_options(dis)
     _add_limit_options(dis)
     return parser
 
@@ -409,6 +471,7 @@ def run_files(
     timeout: float | None = None,
     on_result: Callable[[int, _FileResult], None] | None = None,
     stop: Callable[[], bool] | None = None,
+    passes: tuple[str, ...] | None = None,
 ) -> list[_FileResult]:
     """Compile and run the files as one batch; the per-file results (no printing).
 
@@ -422,8 +485,10 @@ def run_files(
     (its program stopped, or it failed to read or compile), in completion order.
     ``stop``: polled between slices (a ``driver.Interrupt`` makes Ctrl-C such a stop);
     when true the run ends there and the files not finished keep ``done`` False.
+    ``passes``: the optimizer passes to run on the bytecode (None: -O0, none).
     """
     compile_many = _backend("compiler", compiler, functools.partial(compilers, **(neural or {})))
+    compile_many = _optimizing(compiler, compile_many, passes)
     run = _backend("vm", vm, vms)
     if trace is not None and vm == "python":
         run = _tracing_run(trace)
@@ -581,7 +646,7 @@ def _cmd_run(ns: argparse.Namespace) -> int:
         with stop.installed():
             results = run_files(ns.files, _limits(ns), ns.compiler, ns.vm, ns.entry, ns.args,
                                 trace, neural, timeout=ns.timeout or None, on_result=printer,
-                                stop=stop)  # fmt: skip
+                                stop=stop, passes=_passes(ns))  # fmt: skip
     except KeyboardInterrupt:
         pass
     if results is None or not all(r.done for r in results):
@@ -599,6 +664,7 @@ def _cmd_dis(ns: argparse.Namespace) -> int:
     limits = _limits(ns)
     neural = {"k": ns.samples, "temperature": ns.temperature, "seed": ns.seed}
     compile_many = _backend("compiler", ns.compiler, functools.partial(compilers, **neural))
+    compile_many = _optimizing(ns.compiler, compile_many, _passes(ns))
     try:
         source = _read(ns.file)
     except OSError as e:

@@ -14,6 +14,7 @@ import jax
 import numpy as np
 
 from jaxcc import isa, lexer, middle, parser
+from jaxcc import optimize as opt
 from jaxcc.debuginfo import Debug, from_arrays
 from jaxcc.errors import Code, Error, Limit
 from jaxcc.limits import DEFAULT, Limits
@@ -26,17 +27,30 @@ class Compiled(NamedTuple):
 
 
 @functools.partial(jax.jit, static_argnames=("limits",))
-def compile_arrays(source, length, limits: Limits = DEFAULT) -> Compiled:
+def _front_and_middle(source, length, limits: Limits) -> Compiled:
+    tokens, lex_error = lexer.lex(source, length, limits)
+    ast, parse_error = parser.parse(tokens, limits, lex_error=lex_error)
+    program, error, debug = middle.middle_end_debug(ast, tokens, limits, parse_error)
+    return Compiled(program, error, debug)
+
+
+def compile_arrays(source, length, limits: Limits = DEFAULT, optimize: bool = False,
+                   passes: tuple = opt.PASSES) -> Compiled:  # fmt: skip
     """Compile a batch of padded sources to bytecode without leaving the device.
 
     source: UInt8[B, N] (N = limits.max_source_bytes), length: Int32[B].
     Each stage takes the previous stage's Error and keeps the first error, so a program
     that fails early flows on as an empty program and the batch keeps its shape.
+    ``optimize`` (static, as ``limits`` and ``passes``): run jaxcc.optimize (the
+    ``passes`` named) on the bytecode; off by default, so that the code is the reference
+    compiler's instruction for instruction (the CLI's -O1 turns it on). Lexer to middle
+    end is one jitted function and the optimizer another (so turning the optimizer on
+    does not recompile the compiler); under the caller's jit they are one computation.
     """
-    tokens, lex_error = lexer.lex(source, length, limits)
-    ast, parse_error = parser.parse(tokens, limits, lex_error=lex_error)
-    program, error, debug = middle.middle_end_debug(ast, tokens, limits, parse_error)
-    return Compiled(program, error, debug)
+    compiled = _front_and_middle(source, length, limits)
+    if optimize:
+        compiled = compiled._replace(program=opt.optimize(compiled.program, limits, passes))
+    return compiled
 
 
 # Shape tiers for the host-facing wrapper: sources are padded to the smallest tier that
@@ -68,7 +82,8 @@ def _row(tree, j: int):
     return type(tree)(*(np.asarray(x)[j] for x in tree))
 
 
-def compile_many(sources, limits: Limits = DEFAULT):
+def compile_many(sources, limits: Limits = DEFAULT, optimize: bool = False,
+                 passes: tuple = opt.PASSES):  # fmt: skip
     """Compile a list of sources on the device: (Program [B, ...], Error [B], debug list).
 
     Every source is compiled at the smallest shape tier that holds it, and again at the
@@ -76,7 +91,9 @@ def compile_many(sources, limits: Limits = DEFAULT):
     group padded with empty programs to a power of two), so the
     result is what compiling with ``limits`` itself would give. The Program arrays are
     padded to ``limits.max_code`` / ``max_funcs`` as the reference compiler's are.
+    ``optimize``, ``passes``: as compile_arrays' (the optimizer runs on the device).
     """
+    passes = opt.check_passes(passes)
     data = [
         s.encode("utf-8", "surrogateescape") if isinstance(s, str) else bytes(s) for s in sources
     ]
@@ -98,7 +115,7 @@ def compile_many(sources, limits: Limits = DEFAULT):
             # varying number of files meets only a few batch shapes
             pad = (1 << (len(idx) - 1).bit_length()) - len(idx)
             source, length = lexer.encode([data[i] for i in idx] + [b""] * pad, t)
-            out = jax.device_get(compile_arrays(source, length, t))
+            out = jax.device_get(compile_arrays(source, length, t, optimize, passes))
             for j, i in enumerate(idx):
                 code, detail = int(out.error.code[j]), int(out.error.detail[j])
                 field = _TIER_FIELDS.get(detail) if code == Code.LIMIT else None

@@ -22,6 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxcc import compiler, driver, isa, lexer, vm
+from jaxcc import optimize as optimize_mod
 from jaxcc.errors import Code, Error
 from jaxcc.limits import DEFAULT, Limits
 
@@ -51,11 +52,14 @@ class Evaluation(NamedTuple):
     program: isa.Program  # the bytecode, for inspection
 
 
-@functools.partial(jax.jit, static_argnames=("limits",))
-def evaluate(source, length, cases: Cases, limits: Limits = DEFAULT) -> Evaluation:
+@functools.partial(jax.jit, static_argnames=("limits", "optimize", "passes"))
+def evaluate(source, length, cases: Cases, limits: Limits = DEFAULT, optimize: bool = False,
+             passes: tuple = optimize_mod.PASSES) -> Evaluation:  # fmt: skip
     """Compile every program and run every (program, case) pair; verdicts per program.
 
     source: UInt8[B, N] (N = limits.max_source_bytes), length: Int32[B].
+    ``optimize`` (static): the optimizer as a stage between the compiler and the VM
+    (compiler.compile_arrays'); step budgets then count the optimized code.
     Equivalent sequential Python::
 
         for b in range(B):
@@ -65,7 +69,7 @@ def evaluate(source, length, cases: Cases, limits: Limits = DEFAULT) -> Evaluati
             verdict[b] = (RUNTIME_ERROR if any(r.status != OK for r in results) else
                           WRONG_ANSWER if any(r.value != expected for r in results) else PASS)
     """
-    program, error, _ = compiler.compile_arrays(source, length, limits)
+    program, error, _ = compiler.compile_arrays(source, length, limits, optimize, passes)
     budget = _budget(error, cases, limits)
     _, per_case = vm.run_tests(
         program, cases.entry, cases.args, cases.expected, limits, budget=budget
@@ -119,7 +123,14 @@ def make_cases(tests, n_args: int | None = None, n_cases: int | None = None) -> 
 
 
 def evaluate_sources(
-    sources, tests, limits: Limits = DEFAULT, *, timeout: float | None = None, **options
+    sources,
+    tests,
+    limits: Limits = DEFAULT,
+    *,
+    timeout: float | None = None,
+    optimize: bool = False,
+    passes: tuple = optimize_mod.PASSES,
+    **options,
 ) -> Evaluation:
     """Host convenience: encode sources, build cases, compile on the device, run the
     cases in slices (jaxcc.driver), fetch the result.
@@ -128,11 +139,12 @@ def evaluate_sources(
     wall-clock seconds of run time (compiles not counted) after which cases still
     running stop with TimeoutError (their programs' verdict: RUNTIME_ERROR), so one
     runaway candidate cannot hold the batch. ``options``: the Driver's (slice_steps,
-    compact, should_stop, ...).
+    compact, should_stop, ...). ``optimize``, ``passes``: as evaluate's.
     """
     source, length = lexer.encode(sources, limits)
     cases = make_cases(tests)
-    compiled = compiler.compile_arrays(source, length, limits)
+    passes = optimize_mod.check_passes(passes)
+    compiled = compiler.compile_arrays(source, length, limits, optimize, passes)
     program, error = compiled[0], compiled[1]
     _, per_case = driver.run_tests(program, cases.entry, cases.args, cases.expected, limits,
                                    _budget(error, cases, limits), timeout=timeout, **options)  # fmt: skip

@@ -54,3 +54,18 @@ HOST = Limits(
     max_locals=256,
     max_output=4096,
 )
+
+# the optimizer (tests/test_optimize.py, test_optimize_vs_reference.py): compiled by the
+# reference compiler, optimized on the device in batches of one shape, run on both VMs
+OPTIMIZE = Limits(
+    max_source_bytes=4096,
+    max_tokens=1024,
+    max_nodes=1024,
+    max_code=512,
+    max_funcs=8,
+    max_locals=16,
+    max_stack=256,
+    max_depth=32,
+    max_output=64,
+    max_steps=100_000,
+)

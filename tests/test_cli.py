@@ -313,13 +313,13 @@ def test_format_runtime_errors():
 
 def test_trace(tmp_path, capsys):
     f = write(tmp_path, "t.py", "x = 3\nprint(x * 2)\n")
-    status, out, err = jaxcc(capsys, "run", "--trace", f)
+    status, out, err = jaxcc(capsys, "run", "-O0", "--trace", f)  # -O1 folds x * 2 to 6
     assert (status, out) == (0, "6\n")
     lines = err.splitlines()
     assert lines[0].split()[:5] == ["0", "fn", "0", "0", "LOAD_CONST"]
     assert any("MUL" in ln and ln.endswith("[3, 2]") for ln in lines)
     assert lines[-1].split()[4] == "RETURN_VALUE"
     # the JAX VM traces too (tests/test_debuginfo.py compares the two traces)
-    status, out, err = jaxcc(capsys, "run", "--trace", "--vm", "jax", f)
+    status, out, err = jaxcc(capsys, "run", "-O0", "--trace", "--vm", "jax", f)
     assert (status, out) == (0, "6\n")
     assert any("MUL" in ln and ln.endswith("top 2") for ln in err.splitlines())

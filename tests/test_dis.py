@@ -146,7 +146,7 @@ def test_jaxcc_dis_command(tmp_path, capsys):
 
     p = tmp_path / "prog.py"
     p.write_text(SRC)
-    assert cli.main(["dis", "--compiler", "python", str(p)]) == 0
+    assert cli.main(["dis", "-O0", "--compiler", "python", str(p)]) == 0
     c = compiled()
     assert capsys.readouterr().out == format_dis(c.program, c.debug)
 

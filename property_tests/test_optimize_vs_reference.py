@@ -1,0 +1,167 @@
+"""Differential tests of the optimizer on generated programs (jaxcc.testing.programs() and
+near_misses(), Hypothesis, derandomized unless --slow):
+
+* the device optimizer (jaxcc.optimize) gives the reference optimizer's Program
+  (jaxcc.reference.optimize), field by field, program by program;
+* the optimized program behaves as the compiler's own code: the module body and every
+  function called with boundary and random arguments give the same status, detail,
+  error line, result and output on the reference interpreter, and on the JAX VM (-O0
+  against -O1 lane by lane, and -O1 against the reference interpreter). A lane that
+  stops with TimeoutError is compared on its status only: the optimized code takes
+  fewer steps, so it gets further (and may print more) before the budget ends it.
+
+One Limits (property_tests.limits.OPTIMIZE) and fixed batch shapes, so the device
+optimizer and the VM compile once. The helpers are shared with tests/test_optimize.py.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+
+import jax
+import numpy as np
+
+from jaxcc import isa, vm
+from jaxcc import optimize as dopt
+from jaxcc.errors import Code
+from jaxcc.reference import optimize as ropt
+from jaxcc.reference.compiler import compile_many
+from jaxcc.reference.interp import run_program
+from jaxcc.testing import near_misses, programs
+from property_tests.limits import OPTIMIZE as LIMITS
+from property_tests.test_pipeline_vs_reference import collect
+
+SLOW = os.environ.get("JAXCC_SLOW") == "1"
+SCALE = 10 if SLOW else 1
+B = 32  # programs per device-optimizer call
+LANES = 128  # lanes per JAX VM call
+A = 4  # argument columns per lane
+INT_MIN, INT_MAX = -(2**31), 2**31 - 1
+EDGES = (0, 1, -1, 2, INT_MAX, INT_MIN, 7)
+
+
+def compile_ref(sources: list[str]):
+    """(Program [n, ...], error codes [n]) from the reference compiler."""
+    program, error, _ = compile_many(sources, LIMITS)
+    return jax.tree.map(np.asarray, program), np.asarray(error.code)
+
+
+def rows(program, idx) -> isa.Program:
+    return isa.Program(*(np.asarray(f)[np.asarray(idx)] for f in program))
+
+
+def lane(program, i: int) -> isa.Program:
+    return isa.Program(*(np.asarray(f)[i] for f in program))
+
+
+def device_optimize(program, passes=dopt.PASSES) -> isa.Program:
+    """The device optimizer over a batch of any size, in calls of exactly B programs."""
+    n = np.shape(program.op)[0]
+    out = []
+    for s in range(0, n, B):
+        idx = np.arange(s, s + B) % n
+        got = jax.device_get(dopt.optimize(rows(program, idx), LIMITS, passes))
+        out.append(rows(got, np.arange(min(B, n - s))))
+    return isa.Program(*(np.concatenate([o[k] for o in out]) for k in range(len(out[0]))))
+
+
+def assert_programs_equal(got, want, what: str, sources=None) -> None:
+    for i in range(np.shape(want.op)[0]):
+        for name in isa.Program._fields:
+            g, w = np.asarray(getattr(got, name))[i], np.asarray(getattr(want, name))[i]
+            if not np.array_equal(g, w):
+                src = f"\n{sources[i]}" if sources is not None else ""
+                n = int(max(got.n_code[i], want.n_code[i]))
+                g_code = list(zip(got.op[i][:n].tolist(), got.arg[i][:n].tolist(), strict=True))
+                w_code = list(zip(want.op[i][:n].tolist(), want.arg[i][:n].tolist(), strict=True))
+                raise AssertionError(f"{what} program {i}: {name} differs{src}\n"
+                                     f"device    {g_code}\nreference {w_code}")  # fmt: skip
+
+
+def calls(program: isa.Program, rng: random.Random) -> list[tuple[int, list[int]]]:
+    """(entry, args) runs of one program: the module body, then each function with
+    boundary arguments and random ones."""
+    out = [(0, [])]
+    for f in range(1, int(program.n_funcs)):
+        k = int(program.fn_nparams[f])
+        for v in EDGES[:3]:
+            out.append((f, [v] * k))
+        out.append((f, [rng.choice(EDGES) for _ in range(k)]))
+        out.append((f, [rng.randint(-50, 50) for _ in range(k)]))
+    return out
+
+
+def outcome(res, i=None) -> tuple:
+    """What must not change: status, detail, line, result, output (status alone for a
+    TimeoutError, see the module docstring)."""
+    pick = (lambda x: np.asarray(x)) if i is None else (lambda x: np.asarray(x)[i])
+    status = int(pick(res.status))
+    if status == Code.TIMEOUT:
+        return (status,)
+    n = int(pick(res.n_out))
+    return (status, int(pick(res.detail)), int(pick(res.line)), int(pick(res.fn)),
+            int(pick(res.result)), n, pick(res.out_kind)[:n].tolist(),
+            pick(res.out_val)[:n].tolist())  # fmt: skip
+
+
+def check_behaviour(p0, p1, ok, seed: int, jax_vm: bool = True) -> int:
+    """-O0 (p0) against -O1 (p1) on the reference interpreter, and on the JAX VM; returns
+    the number of runs compared."""
+    rng = random.Random(seed)
+    runs = []  # (program index, entry, args)
+    for i in np.flatnonzero(ok):
+        for entry, args in calls(lane(p0, i), rng):
+            runs.append((int(i), entry, args))
+    want = {}
+    for i, entry, args in runs:
+        a = run_program(lane(p0, i), LIMITS, entry, args)
+        b = run_program(lane(p1, i), LIMITS, entry, args)
+        assert outcome(a) == outcome(b), (i, entry, args, outcome(a), outcome(b))
+        assert int(b.steps) <= int(a.steps) or int(a.status) == Code.TIMEOUT, (i, entry, args)
+        want[(i, entry, tuple(args))] = outcome(b)
+    if not jax_vm:
+        return len(runs)
+    for s in range(0, len(runs), LANES):
+        chunk = [runs[(s + j) % len(runs)] for j in range(LANES)]
+        idx = [r[0] for r in chunk]
+        entry = np.array([r[1] for r in chunk], np.int32)
+        args = np.zeros((LANES, A), np.int32)
+        for j, r in enumerate(chunk):
+            args[j, : len(r[2])] = r[2]
+        r0 = jax.device_get(vm.run(rows(p0, idx), LIMITS, entry, args))
+        r1 = jax.device_get(vm.run(rows(p1, idx), LIMITS, entry, args))
+        for j, (i, e, a) in enumerate(chunk):
+            assert outcome(r0, j) == outcome(r1, j), (i, e, a, outcome(r0, j), outcome(r1, j))
+            assert outcome(r1, j) == want[(i, e, tuple(a))], (i, e, a)
+    return len(runs)
+
+
+def check_sources(sources: list[str], seed: int) -> None:
+    p0, codes = compile_ref(sources)
+    ok = codes == Code.OK
+    p1 = ropt.optimize(p0)
+    assert_programs_equal(device_optimize(p0), p1, "device vs reference", sources)
+    assert check_behaviour(p0, p1, ok, seed) > 0
+
+
+def test_generated_programs():
+    sources = collect(programs(), 48 * SCALE)
+    check_sources(sources, 1)
+
+
+def test_generated_near_misses():
+    pairs = collect(near_misses(context=True), 32 * SCALE)
+    check_sources([s for s, _ in pairs], 2)
+
+
+def test_single_passes_off_equal_reference():
+    """With any one pass off, the device optimizer still equals the reference with the
+    same passes (and the code still behaves the same, on the reference interpreter)."""
+    sources = collect(programs(), 16)
+    p0, codes = compile_ref(sources)
+    for off in dopt.PASSES:
+        passes = tuple(p for p in dopt.PASSES if p != off)
+        p1 = ropt.optimize(p0, passes)
+        assert_programs_equal(device_optimize(p0, passes), p1, f"without {off}", sources)
+        check_behaviour(p0, p1, codes == Code.OK, 3, jax_vm=False)

@@ -1,0 +1,272 @@
+"""The optimizer (jaxcc.optimize on the device, jaxcc.reference.optimize its oracle):
+hand-written cases per pass where it must fire (the code it gives, so the instruction
+count drops as expected) and where it must not (a fold that would overflow, divide by
+zero or shift out of range; a read of a variable that may be unbound; a slot still
+live), each also run at -O0 and -O1 on both VMs; the examples; batched vs unbatched;
+the compiler, the loop and the command line with -O0/-O1/--passes/--no-pass.
+The generated-program tests are property_tests/test_optimize_vs_reference.py."""
+
+from __future__ import annotations
+
+import glob
+import os
+
+import jax
+import numpy as np
+import pytest
+
+from jaxcc import cli, isa
+from jaxcc import optimize as dopt
+from jaxcc.errors import Code
+from jaxcc.isa import Op
+from jaxcc.reference import optimize as ropt
+from jaxcc.reference.compiler import compile_source
+from jaxcc.reference.interp import run_program
+from property_tests.limits import OPTIMIZE as LIMITS
+from property_tests.test_optimize_vs_reference import (
+    assert_programs_equal,
+    check_behaviour,
+    compile_ref,
+    device_optimize,
+    lane,
+)
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+L, C, V, S = Op.LOAD_CONST, Op.LOAD_VAR, Op.STORE_VAR, Op.RETURN_VALUE
+
+
+def code_of(source: str, passes=ropt.PASSES, fn: int = 0) -> list[tuple]:
+    """Function fn's code after the reference optimizer: [(Op, arg)], args of jumps
+    relative to the function's entry."""
+    c = compile_source(source, LIMITS)
+    assert int(c.error.code) == Code.OK, c.debug.message
+    p = ropt.optimize(c.program, passes)
+    start = int(p.fn_entry[fn])
+    end = int(p.fn_entry[fn + 1]) if fn + 1 < int(p.n_funcs) else int(p.n_code)
+    out = []
+    for i in range(start, end):
+        o, a = Op(int(p.op[i])), int(p.arg[i])
+        out.append((o, a - start) if isa.INFO[o].jumps else (o, a))
+    return out
+
+
+# (name, source, function, passes, the optimized code of that function)
+FIRES = [
+    ("fold binary", "print(2 * 3 + 4)\n", 0, ("fold",),
+     [(L, 10), (Op.PRINT_INT, 1), (Op.PRINT_NEWLINE, 0), (Op.POP_N, 1), (L, 0), (S, 0)]),
+    ("fold unary and nested", "print(-(1 << 4) - ~2)\n", 0, ("fold",),
+     [(L, -13), (Op.PRINT_INT, 1), (Op.PRINT_NEWLINE, 0), (Op.POP_N, 1), (L, 0), (S, 0)]),
+    ("fold the int32 edges", "print(2147483646 + 1, -2147483647 - 1, 46340 * 46340)\n", 0,
+     ("fold",), [(L, 2**31 - 1), (L, -(2**31)), (L, 46340 * 46340), (Op.PRINT_INT, 3),
+                 (Op.PRINT_INT, 2), (Op.PRINT_INT, 1), (Op.PRINT_NEWLINE, 0), (Op.POP_N, 3),
+                 (L, 0), (S, 0)]),
+    ("branch folding: while True", "def f(n):\n    while True:\n        n = n - 1\n"
+     "        if n < 0:\n            return n\n", 1, ("fold", "unreachable"),
+     [(C, 0), (L, 1), (Op.SUB, 0), (V, 0), (C, 0), (L, 0), (Op.LT, 0),
+      (Op.JUMP_IF_FALSE, 10), (C, 0), (S, 0), (Op.JUMP, 0)]),
+    ("branch folding: if False", "def f(n):\n    if False:\n        n = 1\n    return n\n", 1,
+     ("fold", "unreachable", "thread", "peephole"), [(C, 0), (S, 0)]),
+    ("identities", "def f(x):\n    return (x + 0) * 1 - 0 | 0\n", 1, ("peephole",),
+     [(C, 0), (S, 0), (L, 0), (S, 0)]),
+    ("not of a comparison", "def f(a, b):\n    return not a < b\n", 1, ("peephole",),
+     [(C, 0), (C, 1), (Op.GE, 0), (S, 0), (L, 0), (S, 0)]),
+    ("not before a branch", "def f(a):\n    if not a:\n        return 1\n    return 2\n", 1,
+     ("peephole",), [(C, 0), (Op.JUMP_IF_TRUE, 4), (L, 1), (S, 0), (L, 2), (S, 0), (L, 0),
+                     (S, 0)]),
+    ("dead store before return", "def f(a):\n    x = a + 1\n    return x\n", 1,
+     ("deadstore",), [(C, 0), (L, 1), (Op.ADD, 0), (S, 0), (L, 0), (S, 0)]),
+    ("dead store: s = s", "def f(a):\n    s = 0\n    for i in range(a):\n"
+     "        s = s + i\n        s = s\n    return s\n", 1, ("deadstore",),
+     [(L, 0), (V, 1), (L, 0), (C, 0), (L, 1), (Op.FOR_RANGE, 12), (V, 2), (C, 1), (C, 2),
+      (Op.ADD, 0), (V, 1), (Op.JUMP, 5), (C, 1), (S, 0), (L, 0), (S, 0)]),
+    ("dead store overwritten", "def f(a):\n    a += 5\n    a = a % 7\n    return a\n", 1,
+     ("deadstore",), [(C, 0), (L, 5), (Op.ADD, 0), (L, 7), (Op.MOD, 0), (S, 0),
+                      (L, 0), (S, 0)]),
+    ("unreachable: code after return", "def f(a):\n    return a\n    a = 2\n", 1,
+     ("unreachable",), [(C, 0), (S, 0)]),
+    ("and: the false jump goes straight to else", "def f(a, b):\n    if a and b:\n"
+     "        return 1\n    return 2\n", 1, ("thread",),
+     [(C, 0), (Op.JUMP_IF_FALSE, 6), (C, 1), (Op.JUMP_IF_FALSE, 6), (L, 1), (S, 0), (L, 2),
+      (S, 0), (L, 0), (S, 0)]),
+    ("jump to a jump: the if's end to the loop's top", "def f(a):\n    while a > 0:\n        if a > 5:\n            a -= 2\n"
+     "        else:\n            a -= 1\n    return a\n", 1, ("thread",),
+     [(C, 0), (L, 0), (Op.GT, 0), (Op.JUMP_IF_FALSE, 18), (C, 0), (L, 5), (Op.GT, 0),
+      (Op.JUMP_IF_FALSE, 13), (C, 0), (L, 2), (Op.SUB, 0), (V, 0), (Op.JUMP, 0),
+      (C, 0), (L, 1), (Op.SUB, 0), (V, 0), (Op.JUMP, 0), (C, 0), (S, 0), (L, 0), (S, 0)]),
+    ("print() leaves no POP_N 0", "print()\n", 0, ("peephole",),
+     [(Op.PRINT_NEWLINE, 0), (L, 0), (S, 0)]),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("name, source, fn, passes, want", FIRES, ids=[f[0] for f in FIRES])
+def test_pass_fires(name, source, fn, passes, want):
+    before = code_of(source, (), fn)
+    assert code_of(source, passes, fn) == want
+    # threading alone keeps the count (a jump skips a jump: fewer steps, see
+    # test_hand_cases_device_equals_reference_and_behave_the_same); the others shrink it
+    assert len(want) < len(before) or (passes == ("thread",) and want != before)
+
+
+# folds that would raise: (expression, the opcode that must stay, the error it raises)
+NO_FOLD = [
+    ("2147483647 + 1", Op.ADD, Code.OVERFLOW),
+    ("-2147483648 - 1", Op.SUB, Code.OVERFLOW),
+    ("65536 * 65536", Op.MUL, Code.OVERFLOW),
+    ("2 ** 31", Op.POW, Code.OVERFLOW),
+    ("2 ** -1", Op.POW, Code.VALUE),
+    ("-(-2147483648)", Op.NEG, Code.OVERFLOW),
+    ("abs(-2147483648)", Op.ABS, Code.OVERFLOW),
+    ("-2147483648 // -1", Op.FLOORDIV, Code.OVERFLOW),
+    ("7 // 0", Op.FLOORDIV, Code.ZERO_DIVISION),
+    ("7 % 0", Op.MOD, Code.ZERO_DIVISION),
+    ("1 << 31", Op.LSHIFT, Code.OVERFLOW),
+    ("1 << 40", Op.LSHIFT, Code.OVERFLOW),
+    ("1 << -1", Op.LSHIFT, Code.VALUE),
+    ("1 >> -1", Op.RSHIFT, Code.VALUE),
+]
+
+
+@pytest.mark.parametrize("expr, op, code", NO_FOLD, ids=[n[0] for n in NO_FOLD])
+def test_fold_does_not_fire_where_the_operation_raises(expr, op, code):
+    src = f"x = 1\nprint(x)\ny = {expr}\nprint(y)\n"
+    c = compile_source(src, LIMITS)
+    p = ropt.optimize(c.program)
+    assert list(p.op[: int(p.n_code)]).count(op) == list(c.program.op).count(op) == 1
+    for prog in (c.program, p):
+        res = run_program(prog, LIMITS)
+        assert (int(res.status), int(res.line), int(res.n_out)) == (code, 3, 2)
+
+
+# (name, source, passes): the pass must leave function 1's code as the compiler made it
+NOT_FIRES = [
+    ("a store still live", "def f(a):\n    x = a\n    y = x\n    return x + y\n", ("deadstore",)),
+    ("a store read after the loop", "def f(a):\n    s = 0\n    for i in range(a):\n"
+     "        s = i\n        print(s, i)\n    return s\n", ("deadstore",)),
+    ("a chained comparison's temporary", "def f(a, b, c):\n    return a < b < c\n",
+     ("deadstore",)),
+    ("x + 1 - 1 is not an identity", "def f(x):\n    return x + 1 - 1\n", ("peephole",)),
+    ("a jump into the pattern", "def f(a):\n    return 3 if a else 4\n", ("fold",)),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("name, source, passes", NOT_FIRES, ids=[n[0] for n in NOT_FIRES])
+def test_pass_does_not_fire(name, source, passes):
+    assert code_of(source, passes, 1) == code_of(source, (), 1)
+
+
+# reads of a variable that may be unbound: no rule may drop them (x * 0 is not 0 here)
+MAYBE_UNBOUND = [
+    "def f(c):\n    if c:\n        x = 1\n    return x * 0\n",
+    "def f(c):\n    if c:\n        x = 1\n    return x - x\n",
+    "def f(c):\n    if c:\n        x = 1\n    return x + 0\n",
+    "def f(c):\n    if c:\n        x = 1\n    x = x\n    return 0\n",
+]
+
+
+@pytest.mark.parametrize("source", MAYBE_UNBOUND)
+def test_reads_of_a_maybe_unbound_variable_stay(source):
+    c = compile_source(source, LIMITS)
+    p = ropt.optimize(c.program)
+    loads = [int(o) for o in c.program.op].count(Op.LOAD_VAR)
+    assert [int(o) for o in p.op[: int(p.n_code)]].count(Op.LOAD_VAR) == loads
+    for prog in (c.program, p):
+        res = run_program(prog, LIMITS, 1, [0])
+        assert int(res.status) == Code.UNBOUND_LOCAL and int(res.line) == 4
+
+
+ALL_SOURCES = (
+    [f[1] for f in FIRES]
+    + [n[1] for n in NOT_FIRES]
+    + MAYBE_UNBOUND
+    + [f"x = 1\nprint(x)\ny = {e}\nprint(y)\n" for e, _, _ in NO_FOLD]
+)
+
+
+def test_hand_cases_device_equals_reference_and_behave_the_same():
+    p0, codes = compile_ref(ALL_SOURCES)
+    assert (codes == Code.OK).all()
+    p1 = ropt.optimize(p0)
+    assert_programs_equal(device_optimize(p0), p1, "hand cases", ALL_SOURCES)
+    assert check_behaviour(p0, p1, codes == Code.OK, 5) > 50
+    # and each pass alone
+    for only in dopt.PASSES[:1]:
+        assert_programs_equal(device_optimize(p0, (only,)), ropt.optimize(p0, (only,)), only)
+
+
+def example_sources() -> list[str]:
+    return [open(p).read() for p in sorted(glob.glob(os.path.join(ROOT, "examples", "*.py")))]
+
+
+def test_examples_device_equals_reference_and_run_the_same():
+    sources = example_sources()
+    p0, codes = compile_ref(sources)
+    p1 = ropt.optimize(p0)
+    assert_programs_equal(device_optimize(p0), p1, "examples", sources)
+    assert int(p1.n_code.sum()) < int(p0.n_code.sum())
+    lim = LIMITS._replace(max_steps=3_000_000, max_output=512)
+    for i in np.flatnonzero(codes == Code.OK):
+        if "bits" in sources[i] or "primes" in sources[i]:
+            continue  # the longest runs (seconds on the reference interpreter)
+        a, b = run_program(lane(p0, i), lim), run_program(lane(p1, i), lim)
+        for f in ("status", "line", "n_out", "out_val", "out_kind"):
+            assert np.array_equal(getattr(a, f), getattr(b, f)), (i, f)
+        assert int(b.steps) <= int(a.steps)
+
+
+def test_unbatched_and_jitted_vmap_equal_batched():
+    p0, _ = compile_ref(ALL_SOURCES[:4])
+    batched = jax.device_get(dopt.optimize(p0, LIMITS))
+    one = jax.device_get(dopt.optimize(lane(p0, 2), LIMITS))
+    for name in isa.Program._fields:
+        assert np.array_equal(np.asarray(getattr(one, name)), np.asarray(getattr(batched, name))[2])
+    under = jax.jit(jax.vmap(lambda p: dopt.optimize(p, LIMITS)))(p0)
+    assert_programs_equal(jax.device_get(under), batched, "vmap under jit")
+
+
+def test_no_passes_is_the_identity_and_unknown_passes_are_refused():
+    p0, _ = compile_ref(ALL_SOURCES[:3])
+    assert_programs_equal(ropt.optimize(p0, ()), p0, "reference, no passes")
+    with pytest.raises(ValueError, match="unknown optimizer passes"):
+        dopt.optimize(p0, LIMITS, ("fold", "magic"))
+    with pytest.raises(ValueError, match="unknown optimizer passes"):
+        ropt.optimize(p0, ("magic",))
+    assert dopt.PASSES == ropt.PASSES == cli.OPT_PASSES and dopt.MAX_ROUNDS == ropt.MAX_ROUNDS
+
+
+def test_cli_levels_and_passes(tmp_path, capsys):
+    path = tmp_path / "p.py"
+    path.write_text("def f(a):\n    x = a * 1\n    return x\nprint(f(2 + 3))\nprint(1 // 0)\n")
+    out = {}
+    for flags in ([], ["-O0"], ["-O1", "--no-pass", "fold"], ["--passes", "thread,deadstore"]):
+        assert cli.main(["dis", "--compiler", "python", *flags, str(path)]) == 0
+        out[tuple(flags)] = capsys.readouterr().out
+        assert cli.main(["run", "--compiler", "python", "--vm", "python", *flags, str(path)]) == 1
+        res = capsys.readouterr()
+        assert res.out == "5\n" and res.err.strip().endswith(
+            "ZeroDivisionError: integer division or modulo by zero"
+        )
+        assert "line 5" in res.err
+    full, none = out[()], out[("-O0",)]
+    assert "STORE_VAR" in none and "STORE_VAR" not in full and "MUL" not in full
+    assert "LOAD_CONST               5" in full and "LOAD_CONST               5" not in none
+    assert "LOAD_CONST               5" not in out[("-O1", "--no-pass", "fold")]
+    assert "MUL" in out[("--passes", "thread,deadstore")]
+    with pytest.raises(SystemExit, match="unknown optimizer pass 'magic'"):
+        cli.main(["dis", "--no-pass", "magic", str(path)])
+
+
+def test_compile_many_and_the_loop_optimize_on_the_device():
+    """compiler.compile_many(optimize=True) gives the reference optimizer's code of the
+    reference compiler's; the loop's verdicts are the same with and without it."""
+    from jaxcc import compiler, pipeline
+
+    sources = ALL_SOURCES[:6]
+    lim = LIMITS._replace(max_source_bytes=1024, max_tokens=256, max_nodes=256)
+    got, _, _ = compiler.compile_many(sources, lim, optimize=True)
+    want, _, _ = __import__("jaxcc.reference.compiler", fromlist=["x"]).compile_many(sources, lim)
+    assert_programs_equal(jax.tree.map(np.asarray, got), ropt.optimize(want), "compile_many")
+    tests = [(1, [([3], 0), ([0], 0)]) if "def f(n)" in s else (0, [([], 0)]) for s in sources]
+    e0 = pipeline.evaluate_sources(sources, tests, lim)
+    e1 = pipeline.evaluate_sources(sources, tests, lim, optimize=True)
+    assert np.array_equal(e0.verdict, e1.verdict) and np.array_equal(e0.per_case, e1.per_case)
+    assert int(np.sum(e1.program.n_code)) < int(np.sum(e0.program.n_code))
