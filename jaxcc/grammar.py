@@ -90,7 +90,7 @@ paramlist: param | paramlist COMMA param
 param: NAME -> param
      | NAME COLON test -> param_ann
      | NAME EQUAL test -> param_default
-     | NAME COLON test EQUAL test -> param_default
+     | NAME COLON test EQUAL test -> param_default_ann
      | STAR NAME -> param_star
      | STAR NAME COLON test -> param_star
      | STAR -> param_star
@@ -268,7 +268,9 @@ ACTIONS: dict[str, dict] = {
         ecode=Code.UNSUPPORTED,
         edetail=Unsupported.ANNOTATION,
     ),
-    "param_default": _unsupported(Unsupported.DEFAULT_ARGUMENT),
+    # at the default value, as CPython's ast places it (reference.flatten)
+    "param_default": _unsupported(Unsupported.DEFAULT_ARGUMENT, aux=2),
+    "param_default_ann": _unsupported(Unsupported.DEFAULT_ARGUMENT, aux=4),
     "param_star": _unsupported(Unsupported.STAR_ARGUMENT),
     "ifexp": _node(Node.IFEXP),
     # operators: the rule alias is the row's name (ops.py)
