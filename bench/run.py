@@ -289,9 +289,11 @@ def jax_block(x):
     return jax.block_until_ready(x)
 
 
-def compile_fn(limits):
-    """source -> (Program, Error): lexer, parser, middle end, composed (un-jitted)."""
+def compile_fn(limits, optimize: bool = False):
+    """source -> (Program, Error): lexer, parser, middle end (and with ``optimize`` the
+    optimizer, jaxcc.optimize), composed (un-jitted)."""
     from jaxcc import lexer, middle, parser
+    from jaxcc import optimize as opt
 
     # a stage that takes the previous stage's Error (docs/layouts.md) gets it
     parse_takes_error = len(inspect.signature(parser.parse).parameters) >= 3
@@ -306,16 +308,19 @@ def compile_fn(limits):
             prog, e3 = middle.middle_end(ast, toks, limits, e2)
         else:
             prog, e3 = middle.middle_end(ast, toks, limits)
+        if optimize:
+            prog = opt.optimize(prog, limits)
         return prog, _first_error(e1, e2, e3)
 
     return f
 
 
-def loop_fn(limits):
-    """source + tests -> (passed Bool[B], per_case, error code): the whole loop."""
+def loop_fn(limits, optimize: bool = False):
+    """source + tests -> (passed Bool[B], per_case, error code): the whole loop (with
+    ``optimize``: the optimizer between the compiler and the VM)."""
     from jaxcc import vm
 
-    comp = compile_fn(limits)
+    comp = compile_fn(limits, optimize)
 
     def f(src, length, entry, args, expected):
         prog, err = comp(src, length)
@@ -518,6 +523,94 @@ def bench_loop(ctx: Ctx):
             }
 
         sweep(ctx, "loop", size, make, jitted, work, "programs/s")
+
+
+def _quantiles(x) -> dict:
+    x = np.asarray(x, float)
+    if x.size == 0:
+        return {}
+    q = np.percentile(x, [0, 10, 50, 90, 100])
+    return dict(zip(("min", "p10", "p50", "p90", "max"), (float(v) for v in q), strict=True))
+
+
+def _steps_of(program, progs: list[dict], ok, limits) -> np.ndarray:
+    """Float[B]: VM steps of each compiled program over its tests (the JAX VM, one lane
+    per (program, test); steps do not depend on the device)."""
+    import jax
+
+    from jaxcc import vm
+
+    lanes = [(i, t["entry"], t["args"]) for i in np.flatnonzero(ok) for t in progs[i]["tests"]]
+    a = max([len(x[2]) for x in lanes] + [1])
+    idx = np.array([x[0] for x in lanes], np.int64)
+    entry = np.array([x[1] for x in lanes], np.int32)
+    args = np.zeros((len(lanes), a), np.int32)
+    for j, x in enumerate(lanes):
+        args[j, : len(x[2])] = x[2]
+    sub = jax.tree.map(lambda f: np.asarray(f)[idx], program)
+    res = jax.device_get(vm.run(sub, limits, entry, args))
+    steps = np.zeros(len(progs))
+    np.add.at(steps, idx, np.asarray(res.steps, float))
+    return steps
+
+
+@register("optimize", needs=("jaxcc.optimize:optimize",) + LOOP_NEEDS)
+def bench_optimize(ctx: Ctx):
+    """The optimizer (jaxcc.optimize): instructions and VM steps saved per program on
+    each corpus and examples/ (steps of the tests' runs; device-independent), the
+    optimizer's own programs/s and compile time, and the loop's programs/s with it
+    (compare with the `loop` entry's rows, the loop without it)."""
+    import jax
+
+    from jaxcc import optimize as opt
+
+    for size in [*ctx.sizes(), "examples"]:
+        progs = ctx.corpus.get(size) or []
+        if not progs:
+            continue
+        lim = ctx.limits(size)
+        p0, codes = _reference_programs(ctx, size, len(progs))
+        ok = codes == 0
+        t0 = time.perf_counter()
+        p1 = jax.device_get(opt.optimize(p0, lim))
+        first_s = time.perf_counter() - t0
+        n0, n1 = np.asarray(p0.n_code, float)[ok], np.asarray(p1.n_code, float)[ok]
+        s0, s1 = _steps_of(p0, progs, ok, lim)[ok], _steps_of(p1, progs, ok, lim)[ok]
+        instr = 100 * (1 - n1 / np.maximum(n0, 1))
+        steps = 100 * (1 - s1 / np.maximum(s0, 1))
+        ctx.add(bench="optimize_gain", size=size, programs=int(ok.sum()),
+                instr_mean=float(n0.mean()), instr_saved_pct=100 * (1 - n1.sum() / n0.sum()),
+                instr_saved_mean_pct=float(instr.mean()),
+                **{f"instr_saved_{k}": v for k, v in _quantiles(instr).items()},
+                steps_mean=float(s0.mean()), steps_saved_pct=100 * (1 - s1.sum() / s0.sum()),
+                steps_saved_mean_pct=float(steps.mean()),
+                **{f"steps_saved_{k}": v for k, v in _quantiles(steps).items()},
+                first_call_s=first_s)  # fmt: skip
+        if size == "examples":
+            continue
+        jitted = jax.jit(lambda p, lim=lim: opt.optimize(p, lim))
+
+        def make(b, size=size):
+            return (_reference_programs(ctx, size, b)[0],)  # the arguments: one Program
+
+        def work(b, args, out):
+            return b, {}
+
+        sweep(ctx, "optimize", size, make, jitted, work, "programs/s")
+
+        wants: dict = {}
+
+        def make_loop(b, size=size, wants=wants):
+            args, want = _loop_inputs(ctx, size, b)
+            wants[b] = want
+            return args
+
+        def work_loop(b, args, out, wants=wants):
+            passed = np.asarray(out[0])
+            return b, {"passed": int(passed.sum()), "agree": int((passed == wants[b]).sum())}
+
+        sweep(ctx, "loop_O1", size, make_loop, jax.jit(loop_fn(lim, optimize=True)), work_loop,
+              "programs/s")  # fmt: skip
 
 
 @register("latency", needs=("jaxcc.vm:run_tests",))
