@@ -198,7 +198,8 @@ RULE_FIELDS = (
     "vmode",  # VAL_CONST / VAL_TOKEN (tokens.value of the phrase's first token + voff)
     "val",  # constant value
     "voff",
-    "aux",  # an rhs position the action looks at (annotation, target, error position, drop)
+    "aux",  # an rhs position the action looks at (annotation, target, error position, drop);
+    # -1: the stack entry just below the rule's right-hand side
     "aoff",  # token offset from the first token of rhs[aux]
     "check",  # CHECK_*
     "ecode",  # errors.Code on a failed check
@@ -276,7 +277,9 @@ ACTIONS: dict[str, dict] = {
     # operators: the rule alias is the row's name (ops.py)
     **{r.name: _node(r.node, op=r.sub) for r in ops.OPERATORS},
     "compare": _node(Node.COMPARE),
-    "cmp_in": _unsupported(Unsupported.COMPARISON),
+    # at the comparison's start (CPython's Compare node): aux -1 is the stack entry just
+    # below the operator, the left operand (or the chain so far)
+    "cmp_in": _unsupported(Unsupported.COMPARISON, aux=-1),
     "name": _node(Node.NAME, vmode=VAL_TOKEN),  # op = Ctx.Load; Store is set after parsing
     "bad_call": _unsupported(Unsupported.CALL_TARGET),
     "call": _node(Node.CALL, vmode=VAL_TOKEN),

@@ -109,14 +109,12 @@ def test_dis_names_locals_and_functions():
 
 
 # Compile-time messages the device compiler does not word as the reference yet (see
-# docs/errors.md): the column of an unindent that matches no outer level and of an `in`
-# comparison, square
+# docs/errors.md): the column of an unindent that matches no outer level, square
 # brackets (rejected as unsupported before CPython's bracket
 # and syntax errors around them), and bytes that are not UTF-8 (CPython's decoder error).
 KNOWN = [
     (r"unindent does not match any outer indentation level",) * 2,  # its column
     (r"unsupported: lists and subscripts", r"unmatched '\]'|invalid syntax"),
-    (r"unsupported: 'is' and 'in' comparisons", r"unsupported: 'is' and 'in' comparisons"),
     (r".*", r"\(unicode error\) 'utf-8' codec can't decode .*"),
 ]
 
@@ -193,11 +191,14 @@ def test_worded_as_the_reference(source, message):
         (HAND[15], 0),
         ("def calc(flag=31):\n    return flag\n", 14),
         ("def f(a, x: int = 3, y=4):\n    return a\n", 18),
+        ("z = 48\nprint(z in z)\n", 6),
+        ("x = 1\ny = 1 < x not in (x)\n", 4),
+        ("print((1 + 2) in 3)\n", 6),
     ],
 )
 def test_error_columns(source, col):
     """CPython's carets: an unexpected indent at the last byte of the indentation, a
-    default argument at the (first) default value."""
+    default argument at the (first) default value, an `in` at the comparison's start."""
     for compile_many in (compiler.compile_many, ref.compile_many):
         _, e, _ = compile_many([source], LIMITS)
         assert int(e.col[0]) == col
