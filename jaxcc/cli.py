@@ -15,6 +15,11 @@ runs it in slices (jaxcc.driver): each file's result is printed as soon as it an
 file before it have finished (input order), ``--timeout`` stops programs still running
 after that many seconds of run time with TimeoutError, and Ctrl-C stops the run between
 slices, prints what finished and exits with 130. Other VMs run the batch in one call.
+
+``-O1`` (the default of ``run`` and ``dis``) optimizes the bytecode of the jax compiler
+(jaxcc.optimize, on the device) and of the python compiler (jaxcc.reference.optimize);
+``-O0`` shows and runs the compiler's code as it is; ``--passes``/``--no-pass`` choose
+the optimizer's passes.
 """
 
 from __future__ import annotations

@@ -257,16 +257,28 @@ def test_cli_levels_and_passes(tmp_path, capsys):
 
 def test_compile_many_and_the_loop_optimize_on_the_device():
     """compiler.compile_many(optimize=True) gives the reference optimizer's code of the
-    reference compiler's; the loop's verdicts are the same with and without it."""
+    reference compiler's code; the loop (evaluate_sources) gives the same verdicts with
+    and without it. The shapes are tests/test_pipeline.py's and test_slices.py's
+    (PIPELINE limits, 64 programs, 4 cases of 3 arguments), so the compiler's XLA
+    compiles are shared through the persistent cache; only the optimizer's is new."""
     from jaxcc import compiler, pipeline
+    from jaxcc.reference import compiler as ref_compiler
+    from property_tests.limits import PIPELINE
 
-    sources = ALL_SOURCES[:6]
-    lim = LIMITS._replace(max_source_bytes=1024, max_tokens=256, max_nodes=256)
-    got, _, _ = compiler.compile_many(sources, lim, optimize=True)
-    want, _, _ = __import__("jaxcc.reference.compiler", fromlist=["x"]).compile_many(sources, lim)
+    sq = "def f(n: int) -> int:\n    x = n * 1\n    return x * x\n"
+    slow = "def f(n: int) -> int:\n    while True:\n        n = n + 0\n"
+    wrong = "def f(n: int) -> int:\n    if not n < 0:\n        return n + 2 * 3\n    return n\n"
+    raises = "def f(n: int) -> int:\n    return n // (1 - 1)\n"
+    sources = [sq, slow, wrong, raises, *ALL_SOURCES[:10]]
+    sources += ["pass\n"] * (64 - len(sources))
+    got, _, _ = compiler.compile_many(sources, PIPELINE, optimize=True)
+    want, _, _ = ref_compiler.compile_many(sources, PIPELINE)
     assert_programs_equal(jax.tree.map(np.asarray, got), ropt.optimize(want), "compile_many")
-    tests = [(1, [([3], 0), ([0], 0)]) if "def f(n)" in s else (0, [([], 0)]) for s in sources]
-    e0 = pipeline.evaluate_sources(sources, tests, lim)
-    e1 = pipeline.evaluate_sources(sources, tests, lim, optimize=True)
+    cases = [((3, 0, 0), 9), ((-4, 0, 0), 16), ((2, 0, 0), 4), ((0, 0, 0), 0)]
+    tests = [(1, cases)] * 4 + [(0, [])] * 60
+    e0 = pipeline.evaluate_sources(sources, tests, PIPELINE, timeout=20.0)
+    e1 = pipeline.evaluate_sources(sources, tests, PIPELINE, timeout=20.0, optimize=True)
     assert np.array_equal(e0.verdict, e1.verdict) and np.array_equal(e0.per_case, e1.per_case)
+    V = pipeline.Verdict
+    assert list(e1.verdict[:4]) == [V.PASS, V.RUNTIME_ERROR, V.WRONG_ANSWER, V.RUNTIME_ERROR]
     assert int(np.sum(e1.program.n_code)) < int(np.sum(e0.program.n_code))
