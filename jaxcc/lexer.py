@@ -578,6 +578,8 @@ def _lex_one(src, length, tables, limits: Limits):
         0,
     )
     i_k_pos = k_pos[i_k]
+    k_end = gather(nl_next, i_k_pos, 0)
+    line_len = k_end - k_ls[i_k] - (gather(b, k_end - 1, 0) == ord("\r")).astype(I32)
     e_byte = jnp.select(
         [which == 0, which == 1, which == 2, which == 3, which == 5],
         [i_tok, str_at[i_str], i_gl, i_k_pos, nul_ls],
@@ -587,7 +589,9 @@ def _lex_one(src, length, tables, limits: Limits):
     e_col = jnp.select(
         [which == 3, which == 4, which == 5],
         [
-            jnp.where(k_bad_dedent[i_k], jnp.maximum(i_k_pos - k_ls[i_k] - 1, 0), 0),
+            # CPython's compile() puts an unindent's caret after the line's last byte
+            # (tokenize: before the first non-blank one)
+            jnp.where(k_bad_dedent[i_k], line_len, 0),
             0,
             0,
         ],

@@ -109,11 +109,10 @@ def test_dis_names_locals_and_functions():
 
 
 # Compile-time messages the device compiler does not word as the reference yet (see
-# docs/errors.md): the column of an unindent that matches no outer level, square
+# docs/errors.md): square
 # brackets (rejected as unsupported before CPython's bracket
 # and syntax errors around them), and bytes that are not UTF-8 (CPython's decoder error).
 KNOWN = [
-    (r"unindent does not match any outer indentation level",) * 2,  # its column
     (r"unsupported: lists and subscripts", r"unmatched '\]'|invalid syntax"),
     (r".*", r"\(unicode error\) 'utf-8' codec can't decode .*"),
 ]
@@ -194,11 +193,14 @@ def test_worded_as_the_reference(source, message):
         ("z = 48\nprint(z in z)\n", 6),
         ("x = 1\ny = 1 < x not in (x)\n", 4),
         ("print((1 + 2) in 3)\n", 6),
+        ("if 1:\n        y = 1\n    z = 2  # c\n", 14),
+        ("if 1:\n        y = 1\n    z = 2\r\nw = 1\n", 9),
     ],
 )
 def test_error_columns(source, col):
     """CPython's carets: an unexpected indent at the last byte of the indentation, a
-    default argument at the (first) default value, an `in` at the comparison's start."""
+    default argument at the (first) default value, an `in` at the comparison's start, an
+    unindent that matches no outer level after the line's last byte."""
     for compile_many in (compiler.compile_many, ref.compile_many):
         _, e, _ = compile_many([source], LIMITS)
         assert int(e.col[0]) == col

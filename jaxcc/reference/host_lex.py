@@ -215,8 +215,11 @@ def host_lex(source: str | bytes, limits: Limits = DEFAULT) -> tuple[Tokens, Err
             toks.append(_Tok(int(kind), offset(r0, c0), offset(r1, c1), r0, c0, r1, c1, value))
     except IndentationError as e:
         if not nul_first(e.lineno or 0):
+            # CPython's compile() column: after the line's last byte (tokenize's offset
+            # is the first non-blank one)
+            text = e.text if isinstance(e.text, str) else ""
             fail(Code.INDENTATION, Syntax.UNINDENT_MISMATCH, e.lineno or 0,
-                 max((e.offset or 1) - 1, 0))  # fmt: skip
+                 len(text.rstrip("\r\n").encode("utf-8", "surrogateescape")))  # fmt: skip
     except tokenize.TokenError as e:
         row, col = e.args[1] if len(e.args) > 1 else (0, 0)
         if not nul_first(row):
