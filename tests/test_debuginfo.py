@@ -98,13 +98,12 @@ def test_dis_and_runtime_messages_equal(both):
 
 
 def test_dis_names_locals_and_functions():
-    _, _, debug = compiler.compile_many([HAND[0]])
+    program, _, debug = compiler.compile_many([HAND[0]], LIMITS)
     assert debug[0].fn_names == ("<module>", "f")
     assert debug[0].local_names == ((), ("a", "b", "c"))
-    program, _, _ = compiler.compile_many([HAND[0]])
     text = jdis.format_dis(_lane(program, 0), debug[0])
     assert "(c)" in text and "(f)" in text
-    _, _, debug = compiler.compile_many([HAND[3]])
+    _, _, debug = compiler.compile_many([HAND[3]], LIMITS)
     assert debug[0].local_names[1] == ("n", debuginfo.TEMP_NAME)
 
 
