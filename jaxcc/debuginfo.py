@@ -36,7 +36,9 @@ import numpy as np
 
 from jaxcc import isa
 from jaxcc.arrays import BIG, I32
-from jaxcc.errors import source_lines, without_bom
+from jaxcc.errors import DEF_PREFIX, line_starts, source_lines, without_bom
+from jaxcc.syntax import Node
+from jaxcc.typecheck import mask_to_type
 
 TEMP_NAME = "$cmp"  # the hidden temporary's name (chained comparisons keep a value there)
 
@@ -103,9 +105,6 @@ def debug_arrays(ast, sc, ty, limits) -> Debug:
 
     ``sc``: resolve.Scopes; ``ty``: typecheck.Types (both of this program).
     """
-    from jaxcc.syntax import Node  # noqa: PLC0415
-    from jaxcc.typecheck import mask_to_type  # noqa: PLC0415
-
     F, L = limits.max_funcs, limits.max_locals
     n = ast.kind.shape[0]
     idx = jnp.arange(n, dtype=I32)
@@ -142,8 +141,7 @@ def debug_arrays(ast, sc, ty, limits) -> Debug:
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # `def` and the name, with any blanks and backslash continuations between them
-_DEF = re.compile(r"def(?:[ \t\f]|\\(?:\r\n|\r|\n))+([A-Za-z_][A-Za-z0-9_]*)")
-_LINE_START = re.compile(r"\r\n|\r|\n")
+_DEF = re.compile(DEF_PREFIX + r"([A-Za-z_][A-Za-z0-9_]*)")
 
 
 def _read(text: str, starts: list[int], line: int, col: int, pattern, group=0) -> str | None:
@@ -163,7 +161,7 @@ def from_arrays(debug: Debug, program: isa.Program, source: str | bytes, message
         return module_only(source, message, args if any(args) else ())
     text = source_text(source)
     lines = tuple(source_lines(text))
-    starts = [0] + [m.end() for m in _LINE_START.finditer(text)]
+    starts = line_starts(text)
     n_funcs = int(program.n_funcs)
     fl, fc = np.asarray(debug.fn_line), np.asarray(debug.fn_col)
     sl, sc, st = (np.asarray(x) for x in (debug.slot_line, debug.slot_col, debug.slot_type))

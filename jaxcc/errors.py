@@ -304,6 +304,15 @@ def without_bom(source: str | bytes) -> str | bytes:
     return source[len(BOM) :] if source.startswith(BOM) else source
 
 
+# `def` and the blanks or backslash continuations between it and the function's name
+DEF_PREFIX = r"def(?:[ \t\f]|\\(?:\r\n|\r|\n))+"
+
+
+def line_starts(text: str) -> list[int]:
+    """The offset in ``text`` where each line (as ``source_lines`` counts them) starts."""
+    return [0] + [m.end() for m in re.finditer(r"\r\n|\r|\n", text)]
+
+
 def source_lines(text: str) -> list[str]:
     """The lines of a program as Python counts them: split at ``\\n``, ``\\r\\n`` and ``\\r``
     only (``str.splitlines`` also splits at ``\\v``, ``\\f``, ``\\x1c``-``\\x1e`` and more)."""

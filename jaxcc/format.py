@@ -115,7 +115,8 @@ def _message(code: int, detail: int) -> str:
 _COMMENT = re.compile(r"#[^\r\n]*")
 _HEADER = {"if": "'if' statement", "elif": "'elif' statement", "else": "'else' statement",
            "while": "'while' statement", "for": "'for' statement", "def": "function definition"}  # fmt: skip
-_DEF_CONT = r"def(?:[ \t\f]|\\(?:\r\n|\r|\n))+"
+_DEF_CONT = errors.DEF_PREFIX
+_DEF_NAME_CONT = re.compile(_DEF_CONT + r"([A-Za-z_][A-Za-z0-9_]*)")
 
 
 def _code(source: str) -> str:
@@ -145,7 +146,7 @@ def _items(code: str, at: int) -> int | None:
 
 
 def _offset(source: str, line: int, col: int) -> int | None:
-    starts = [0] + [m.end() for m in re.finditer(r"\r\n|\r|\n", source)]
+    starts = errors.line_starts(source)
     return starts[line - 1] + col if 1 <= line <= len(starts) and col >= 0 else None
 
 
@@ -154,15 +155,19 @@ def _def_at(code: str, name: str) -> re.Match | None:
     return re.search(rf"^{_DEF_CONT}{re.escape(name)}[ \t\f]*(?=\()", code, re.M)
 
 
+def _given(code: str, source: str, line: int, col: int, name: str) -> int | None:
+    """How many arguments the call of ``name`` at (line, col) passes."""
+    at = _offset(source, line, col)
+    call = _CALL_PAREN.match(code, at + len(name)) if at is not None else None
+    return _items(code, call.end() - 1) if call else None
+
+
 def _arity(source: str, line: int, col: int, name: str) -> str | None:
     """'h() takes 2 arguments but 1 were given' for the call of ``name`` at (line, col)."""
     code = _code(source)
-    at = _offset(source, line, col)
-    call = _CALL_PAREN.match(code, at + len(name)) if at is not None else None
     d = _def_at(code, name)
-    if call is None or d is None:
-        return None
-    given, takes = _items(code, call.end() - 1), _items(code, d.end())
+    given = _given(code, source, line, col, name)
+    takes = _items(code, d.end()) if d else None
     if given is None or takes is None:
         return None
     return f"{name}() takes {takes} arguments but {given} were given"
@@ -233,7 +238,7 @@ def _param_name(code: str, fn: str, i: int) -> str | None:
 def _enclosing_def(code: str, at: int) -> str | None:
     """The function whose body holds offset ``at`` (defs are top-level in the subset)."""
     name = None
-    for m in re.finditer(rf"^{_DEF_CONT}([A-Za-z_][A-Za-z0-9_]*)", code, re.M):
+    for m in re.compile("^" + _DEF_NAME_CONT.pattern, re.M).finditer(code):
         if m.start() > at:
             break
         name = m.group(1)
@@ -250,7 +255,7 @@ def _type_conflict(source: str, line: int, col: int, args: tuple) -> str | None:
     if site == TYPE_SITE["operands"]:
         return "operands would be sometimes int and sometimes bool"
     if site == TYPE_SITE["falls_off"]:
-        m = _DEF_NAME.match(code, at)
+        m = _DEF_NAME_CONT.match(code, at)
         return m and f"function '{m.group(1)}' returns {_TYPE_NAME[this]} but can reach its end"
     if site == TYPE_SITE["variable"] and word:
         what = f"variable '{word}'"
@@ -285,9 +290,7 @@ def _compile_message(code: int, detail: int, source: str, line: int, col: int, a
     if code == Code.TYPE and detail == errors.Type.ARITY and word:
         return _arity(source, line, col, word) or msg
     if code == Code.TYPE and detail == errors.Type.BUILTIN_ARITY and word in ops.RESERVED_NAMES:
-        at = _offset(source, line, col)
-        call = _CALL_PAREN.match(_code(source), at + len(word)) if at is not None else None
-        n = _items(_code(source), call.end() - 1) if call else None
+        n = _given(_code(source), source, line, col, word)
         return (n is not None and ops.arity_error(ops.builtin(word), n)) or msg
     if code == Code.INDENTATION and detail == errors.Syntax.EXPECTED_INDENT:
         after = _header(source, line)

@@ -1114,6 +1114,15 @@ def run_tests(
     """
     t = _tables(program)
     b, k = args.shape[0], args.shape[1]
+    pid, entry_l, args_l, budget_l = _test_lanes(entry, args, budget, limits)
+    res = _run_lanes(t, pid, entry_l, args_l, budget_l, limits, inner_steps, unroll, shrink)
+    return case_verdicts(res, expected, b, k)
+
+
+def _test_lanes(entry, args, budget, limits: Limits):
+    """run_tests' B * K lanes: lane b * K + k runs case k of program b. Returns the
+    per-lane (program id, entry, arguments, step budget)."""
+    b, k = args.shape[0], args.shape[1]
     n = b * k
     pid = jnp.arange(n, dtype=jnp.int32) // k
     entry_l = jnp.repeat(jnp.broadcast_to(as_i32(entry), (b,)), k)
@@ -1122,8 +1131,7 @@ def run_tests(
         budget_l = jnp.full((n,), limits.max_steps, jnp.int32)
     else:
         budget_l = jnp.reshape(jnp.broadcast_to(as_i32(budget), (b, k)), (n,))
-    res = _run_lanes(t, pid, entry_l, args_l, budget_l, limits, inner_steps, unroll, shrink)
-    return case_verdicts(res, expected, b, k)
+    return pid, entry_l, args_l, budget_l
 
 
 def case_verdicts(res: isa.RunResult, expected, b: int, k: int):
@@ -1176,15 +1184,7 @@ def start_tests(program: isa.Program, entry, args, limits: Limits = DEFAULT, bud
     """The state of ``run_tests(program, entry, args, expected, limits, budget)`` before
     its first step: B * K lanes, lane b * K + k runs case k of program b."""
     t = _tables(program)
-    b, k = args.shape[0], args.shape[1]
-    n = b * k
-    pid = jnp.arange(n, dtype=jnp.int32) // k
-    entry_l = jnp.repeat(jnp.broadcast_to(as_i32(entry), (b,)), k)
-    args_l = jnp.reshape(as_i32(args), (n, args.shape[2]))
-    if budget is None:
-        budget_l = jnp.full((n,), limits.max_steps, jnp.int32)
-    else:
-        budget_l = jnp.reshape(jnp.broadcast_to(as_i32(budget), (b, k)), (n,))
+    pid, entry_l, args_l, budget_l = _test_lanes(entry, args, budget, limits)
     return State(t, _start_lanes(t, limits, pid, entry_l, args_l, budget_l))
 
 
