@@ -60,6 +60,11 @@ class Config(NamedTuple):
     # position in the line; source and bytecode have position tables of their own, so a
     # batch may be cut to shorter shapes (train.TIERS) without moving any position.
     features: int = 1
+    # how attention is computed, not what it computes: "xla" (the einsums below, on any
+    # device) or "cudnn" (jax.nn.dot_product_attention's fused kernel, NVIDIA GPUs only;
+    # training uses it when it matches "xla" on the first batch, train.pick_attention).
+    # Never saved: checkpoints and shipped weights record "xla".
+    attention: str = "xla"
 
     @property
     def nlimits(self) -> V.NeuralLimits:
@@ -81,6 +86,7 @@ class Block(nnx.Module):
     def __init__(self, cfg: Config, rngs: nnx.Rngs):
         d, dt = cfg.d_model, jnp.dtype(cfg.dtype)
         self.h = cfg.n_heads
+        self.attention = cfg.attention
         self.norm1 = nnx.RMSNorm(d, dtype=dt, rngs=rngs)
         self.qkv = nnx.Linear(d, 3 * d, use_bias=False, dtype=dt, rngs=rngs)
         self.proj = nnx.Linear(d, d, use_bias=False, dtype=dt, rngs=rngs)
@@ -100,6 +106,9 @@ class Block(nnx.Module):
     def __call__(self, x, allow):
         """x: [B, T, d]; allow: Bool[B, T, T] (query, key)."""
         q, k, v = self._split(x)
+        if self.attention == "cudnn":  # fused: the [B, H, T, T] scores never reach memory
+            o = jax.nn.dot_product_attention(q, k, v, mask=allow[:, None], implementation="cudnn")
+            return self._mlp(x + self.proj(o.reshape(x.shape))), (k, v)
         scale = q.shape[-1] ** -0.5
         s = jnp.einsum("bqhd,bkhd->bhqk", q, k).astype(jnp.float32) * scale
         s = jnp.where(allow[:, None], s, _NEG)

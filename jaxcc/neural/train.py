@@ -32,6 +32,7 @@ from flax import nnx
 from jaxcc import lexer
 from jaxcc.limits import Limits
 from jaxcc.neural import vocab as V
+from jaxcc.neural import weights
 from jaxcc.neural.inputs import source_features
 from jaxcc.neural.model import Config, _mixed, graphdef, init_params
 
@@ -235,16 +236,48 @@ def plot(history: list[dict], path: str) -> None:
 # ---------------------------------------------------------------- data
 
 
-def level_of(step: int, total: int) -> int:
-    """Curriculum: small programs first, every level mixed in once reached."""
-    p = step / max(total, 1)
+def pick_attention(choice: str, params, src, target, target_len, cfg: Config) -> Config:
+    """``cfg`` with the attention implementation to train with. "auto" takes the fused
+    cuDNN kernel when the backend is a GPU, the kernel compiles, its loss on this batch
+    equals xla's within 1% and its forward pass is faster; otherwise xla."""
+    if choice != "auto":
+        return cfg._replace(attention=choice)
+    if jax.default_backend() != "gpu":
+        return cfg
+
+    def timed(c):
+        out = eval_step(params, src, target, target_len, c)["loss"].block_until_ready()
+        t = time.perf_counter()
+        for _ in range(3):
+            eval_step(params, src, target, target_len, c)["loss"].block_until_ready()
+        return float(out), (time.perf_counter() - t) / 3
+
+    ref, t_xla = timed(cfg)
+    try:
+        got, t_cudnn = timed(cfg._replace(attention="cudnn"))
+    except Exception as e:  # noqa: BLE001 - any failure of the kernel means "use xla"
+        print(f"attention: xla (cudnn failed: {type(e).__name__}: {str(e)[:200]})", flush=True)
+        return cfg
+    same = abs(got - ref) <= 0.01 * abs(ref) + 1e-4
+    pick = "cudnn" if same and t_cudnn < t_xla else "xla"
+    print(f"attention: {pick} (loss xla {ref:.5f} cudnn {got:.5f}; forward xla "
+          f"{t_xla * 1e3:.1f} ms cudnn {t_cudnn * 1e3:.1f} ms)", flush=True)  # fmt: skip
+    return cfg._replace(attention=pick)
+
+
+def level_of(step: int, total: int, curriculum: bool = True) -> int:
+    """Curriculum: small programs first, every level mixed in once reached (without
+    the curriculum, as when training goes on from trained weights: all levels from the
+    start)."""
+    p = step / max(total, 1) if curriculum else 1.0
     top = 1 if p < 0.05 else 2 if p < 0.15 else 3
     return step % (top + 1)
 
 
-def batches(seed: int, start: int, total: int, batch: int, workers: int, nlimits):
+def batches(seed: int, start: int, total: int, batch: int, workers: int, nlimits,
+            curriculum: bool = True):  # fmt: skip
     """Batch i for i in [start, total): a pure function of (seed, i) (data.batch_at)."""
-    args = [(seed, i, batch, level_of(i, total)) for i in range(start, total)]
+    args = [(seed, i, batch, level_of(i, total, curriculum)) for i in range(start, total)]
     f = functools.partial(_batch_at, nlimits=nlimits)
     if workers <= 1:
         yield from map(f, args)
@@ -282,6 +315,10 @@ def main(argv=None) -> int:
     p.add_argument("--ckpt-every", type=int, default=1000)
     p.add_argument("--eval-every", type=int, default=500)
     p.add_argument("--export", help="also write shipped float16 weights to this .npz")
+    p.add_argument("--init", help="start from these weights (.npz, as shipped) with a fresh "
+                   "optimizer and no curriculum, instead of a random initialisation")  # fmt: skip
+    p.add_argument("--attention", default="auto", choices=("auto", "xla", "cudnn"),
+                   help="auto: the fused cuDNN kernel where it runs and agrees with xla")  # fmt: skip
     ns = p.parse_args(argv)
     t0 = time.time()
     cfg = CONFIGS[ns.config]
@@ -293,13 +330,18 @@ def main(argv=None) -> int:
     got = load(ns.out, cfg, tx)
     if got is None:
         params = init_params(cfg, h.seed)
+        if ns.init:
+            icfg, params = weights.load(ns.init)
+            if icfg != cfg:
+                raise SystemExit(f"{ns.init} is a model of another config: {icfg}")
         opt_state = tx.init(params)
         meta = {"config": cfg._asdict(), "hyper": h._asdict(), "step": 0, "history": [],
-                "command": "python -m jaxcc.neural.train " + " ".join(sys.argv[1:] if argv is None else argv), "calls": []}  # fmt: skip
+                "command": "python -m jaxcc.neural.train " + " ".join(sys.argv[1:] if argv is None else argv), "calls": [],
+                "init": ns.init and {"path": ns.init, **{k: v for k, v in weights.info(ns.init).items() if k != "history"}}}  # fmt: skip
     else:
         params, opt_state, meta = got
         meta["hyper"].setdefault("reuse", 1)
-        if meta["config"] != cfg._asdict() or {**meta["hyper"], "steps": h.steps} != h._asdict():
+        if Config(**meta["config"]) != cfg or {**meta["hyper"], "steps": h.steps} != h._asdict():
             raise SystemExit(f"{ns.out} was trained with other settings: {meta['hyper']}")
         if meta["hyper"]["steps"] != h.steps:  # a longer or shorter schedule from here on
             meta.setdefault("schedule_changes", []).append({"at": meta["step"], "steps": h.steps})
@@ -310,6 +352,11 @@ def main(argv=None) -> int:
 
     held = corpus.batch_at(corpus.HELDOUT_SEEDS[0], 0, 64, 3, TRAIN_LIMITS, cfg.nlimits)
     held_src = prepare(held["source"], held["length"], TRAIN_LIMITS, cfg.nlimits)
+    saved_cfg, cfg = (
+        cfg,
+        pick_attention(ns.attention, params, held_src, held["target"], held["target_len"], cfg),
+    )
+    meta["calls"][-1]["attention"] = cfg.attention
     try:
         from tqdm import tqdm
     except ImportError:  # progress bars are optional
@@ -319,7 +366,8 @@ def main(argv=None) -> int:
     first = min(
         [first] + [data_index(s, h.reuse) for s in range(step, min(step + 8 * h.reuse, h.steps))]
     )
-    it = batches(h.seed, first, n_batches, h.batch, ns.workers, cfg.nlimits)
+    curriculum = not meta.get("init")
+    it = batches(h.seed, first, n_batches, h.batch, ns.workers, cfg.nlimits, curriculum)
     recent: dict[int, dict] = {}
     bar = tqdm(total=h.steps, initial=step, dynamic_ncols=True) if tqdm else None
     last_save = step
@@ -368,7 +416,7 @@ def main(argv=None) -> int:
     save(ns.out, params, opt_state, meta)
     plot(meta["history"], os.path.join(ns.out, "curves.png"))
     if ns.export:
-        export(params, cfg, ns.export, {"step": step, "hyper": meta["hyper"],
+        export(params, saved_cfg, ns.export, {"step": step, "hyper": meta["hyper"],
                                         "command": meta["command"], "history": meta["history"][-4:]})  # fmt: skip
     print(f"stopped at step {step} of {h.steps} after {time.time() - t0:.0f} s")
     return 0
