@@ -80,3 +80,43 @@ def test_checkpoint_files_stay_small(batch, tmp_path, monkeypatch):
     p2, _, _ = train.load(str(tmp_path), CFG, tx)
     for a, b in zip(jax.tree.leaves(params), jax.tree.leaves(p2), strict=True):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_curriculum_and_going_on_from_weights():
+    # from scratch: levels 0-1 first; from trained weights: every level from the start
+    assert {train.level_of(i, 1000) for i in range(40)} == {0, 1}
+    assert {train.level_of(i, 1000, curriculum=False) for i in range(4)} == {0, 1, 2, 3}
+
+
+def test_attention_choice_off_gpu(batch):
+    src, target, tlen = batch
+    params = init_params(CFG, 0)
+    if jax.default_backend() != "gpu":  # "auto" keeps the einsums where cuDNN cannot run
+        assert train.pick_attention("auto", params, src, target, tlen, CFG).attention == "xla"
+    assert train.pick_attention("xla", params, src, target, tlen, CFG) == CFG
+    assert train.pick_attention("cudnn", params, src, target, tlen, CFG).attention == "cudnn"
+
+
+def test_init_from_exported_weights(tmp_path):
+    """--init starts from shipped-style weights exactly (float16 round trip), records
+    where they came from, and refuses weights of another config."""
+    import json
+
+    cfg = train.CONFIGS["tiny"]
+    params = init_params(cfg, 7)
+    w = str(tmp_path / "w.npz")
+    train.export(params, cfg, w, {"step": 5})
+    out = str(tmp_path / "again.npz")
+    args = ["--config", "tiny", "--steps", "0", "--workers", "1", "--init", w, "--export", out]
+    assert train.main(["--out", str(tmp_path / "ck"), *args]) == 0
+    a, b = np.load(w), np.load(out)
+    assert sorted(a.files) == sorted(b.files)
+    for k in a.files:
+        np.testing.assert_array_equal(a[k], b[k])
+    meta = json.load(open(tmp_path / "ck" / "meta.json"))
+    assert meta["init"]["path"] == w and meta["init"]["step"] == 5
+    assert meta["config"]["attention"] == "xla"
+    other = str(tmp_path / "other.npz")
+    train.export(init_params(train.CONFIGS["v1"], 0), train.CONFIGS["v1"], other, {"step": 0})
+    with pytest.raises(SystemExit, match="another config"):
+        train.main(["--out", str(tmp_path / "ck2"), *args[:-4], "--init", other])

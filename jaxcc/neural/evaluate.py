@@ -184,7 +184,7 @@ def main(argv=None) -> int:
                 if f.endswith(".py") and os.path.exists(os.path.join(d, f[:-3] + ".out")):
                     hand.append(os.path.join(d, f))
     if hand:
-        summary["handwritten"] = handwritten(hand)
+        summary["handwritten"] = handwritten(hand, weights_path=ns.weights)
         print(
             "handwritten",
             summary["handwritten"]["correct"],
@@ -201,9 +201,10 @@ def main(argv=None) -> int:
     return 0
 
 
-def handwritten(paths, k: int = 16):
+def handwritten(paths, k: int = 16, weights_path: str | None = None):
     """Compile each file with the neural path alone (as ``jaxcc run --compiler neural``
-    does) and compare what it prints (and its error name) with the expected output."""
+    does, with the weights at ``weights_path``, default the shipped ones) and compare
+    what it prints (and its error name) with the expected output."""
     from jaxcc import vm
     from jaxcc.errors import EXCEPTION_NAME, Code
     from jaxcc.limits import CLI
@@ -211,7 +212,7 @@ def handwritten(paths, k: int = 16):
     sources = [open(p).read() for p in paths]
     lim = CLI._replace(max_stack=4096, max_depth=200, max_output=4096, max_steps=5_000_000,
                        max_code=4096, max_source_bytes=8192, max_tokens=4096, max_nodes=4096)  # fmt: skip
-    prog, err, _ = api.compile_many(sources, lim, mode="neural", k=k)
+    prog, err, _ = api.compile_many(sources, lim, mode="neural", k=k, weights_path=weights_path)
     res = jax.device_get(vm.run(prog, lim))
     per = []
     for i, pth in enumerate(paths):
