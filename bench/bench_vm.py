@@ -14,7 +14,6 @@ each ended by block_until_ready.
     python bench/bench_vm.py --quick --out /tmp/vm_bench    # CPU smoke run (< 1 minute)
     python bench/bench_vm.py --out /tmp/vm_bench --shrink 0,3 --n-lo 10 --n-hi 1000
                                        # skewed run times: does shrinking the batch pay?
-    JAXCC_VM_FENCE=loads python bench/bench_vm.py --unroll 2 ...   # the VM's barrier variant
 """
 
 from __future__ import annotations
@@ -165,11 +164,9 @@ def main(argv=None):
         limits = Limits(max_stack=64, max_depth=16, max_output=16)
     dev = jax.devices()[0]
     info = dict(device_kind=dev.device_kind, platform=dev.platform, jax=jax.__version__,
-                limits=limits._asdict(), seed=a.seed, fixed=a.fixed, unroll=a.unroll,
-                fence=vm._FENCE)  # fmt: skip
+                limits=limits._asdict(), seed=a.seed, fixed=a.fixed, unroll=a.unroll)  # fmt: skip
     print(
-        f"device: {dev.device_kind} ({dev.platform}), jax {jax.__version__}, "
-        f"fence={vm._FENCE} (env JAXCC_VM_FENCE)",
+        f"device: {dev.device_kind} ({dev.platform}), jax {jax.__version__}",
         flush=True,
     )
     rows = []

@@ -27,7 +27,7 @@ Design (why it looks like this):
   write is enabled only after all checks pass, and its index is range-checked again and
   otherwise sent to an out-of-range slot that ``mode="drop"`` discards.
 * A step's memory reads are one gather of six pairs, passed through an optimization
-  barrier together with ``mem`` before the one scatter (``_fence``), so XLA provably
+  barrier together with ``mem`` before the one scatter (the fence in ``_fetch``), so XLA provably
   updates ``mem`` in place (without the barrier the H200 step was 3.7x slower).
 * The status of a step (the first failing check) is computed once per lane and
   materialized, so XLA does not re-derive the whole check tree inside every register
@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import functools
 import math
-import os
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -469,29 +468,6 @@ def _read_mem(mem, windows):
 _STATUS_BITS = max(Code.OK, Code.RUNNING, *RUNTIME_CODES).bit_length()
 
 
-# Which values pass through the step's optimization barrier (an experiment knob, read once
-# at import; no value changes): "mem" (default), "loads", "none"; see _fence.
-_FENCE = os.environ.get("JAXCC_VM_FENCE", "mem")
-
-
-def _fence():
-    """Documentation only: the optimization barrier in ``_step`` (``_FENCE`` picks its inputs).
-
-    The step's scatter updates the barrier's output mem, so every read of the old mem is
-    ordered before the write and XLA can update mem in place (copy insertion copies the
-    whole per-lane memory whenever it cannot prove a reader runs before the in-place
-    writer). With
-    "loads", every gathered value of the step (instruction, decode row, memory pairs,
-    function row) goes through the barrier too, so the gathers run in their own small
-    kernels and the big arithmetic kernel(s) after it read plain arrays instead of
-    waiting on chains of dependent random loads with few threads resident.
-
-    Measured on an H200 (docs/vm.md): without any barrier the one 6-pair gather made the
-    step 3.7x slower (4.9e8 lane-steps/s); "mem" and "loads" are within 10% of each
-    other (1.7-1.9e9); "loads" with unroll=2 was the best measured (2.0e9).
-    """
-
-
 class _Fetched(NamedTuple):
     """What one step reads: the decoded instruction, the operands, the addressed slot,
     the caller's frame record and one function-table row (``_fetch``)."""
@@ -646,18 +622,14 @@ def _fetch(t: Tables, lay: Layout, s: Lane) -> _Fetched:
     def fn_row(pairs, a, is_call, is_ret):
         return _fn_row(t, s.pid, jnp.where(is_ret, pairs[5, 0], a), is_call | is_ret, s.pc)
 
-    # The fence (see _fence): the loads of the step happen before it, the one write of
-    # mem after it.
-    if _FENCE == "loads":
-        f_row = fn_row(pairs, a, is_call, is_ret)
-        (o, a, valid, kind, pops_t, pushes_t, pairs, f_row), mem = lax.optimization_barrier(
-            ((o, a, valid, kind, pops_t, pushes_t, pairs, f_row), s.mem)
-        )
-    else:
-        pairs, mem = (
-            (pairs, s.mem) if _FENCE == "none" else lax.optimization_barrier((pairs, s.mem))
-        )
-        f_row = fn_row(pairs, a, is_call, is_ret)
+    # The fence: the step's memory reads happen before this optimization barrier and its
+    # one write of mem after it (the scatter updates the barrier's output), so XLA can
+    # prove every read of the old mem precedes the in-place write. Without it XLA copies
+    # the whole per-lane mem every step: 3.7x slower on an H200 (docs/vm.md). Passing
+    # every gathered value through the barrier too (a variant measured there) was within
+    # 10% either way and is not kept.
+    pairs, mem = lax.optimization_barrier((pairs, s.mem))
+    f_row = fn_row(pairs, a, is_call, is_ret)
     f_entry, f_np, f_nl, f_ms = f_row
     is_slot = kind == ArgKind.SLOT
     is_call = o == Op.CALL
