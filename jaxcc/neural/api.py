@@ -69,7 +69,7 @@ def choose(source, length, params, key, n_params, reference, temperature, top_p,
     """
     ks, kp = jax.random.split(key)
     tokens, lex_err = lexer.lex(source, length, nl)
-    c = S.compile(tokens, params, ks, k, nl, temperature, top_p, greedy_first, cfg=cfg,
+    c = S.compile(tokens, params, ks, nl, k, temperature, top_p, greedy_first, cfg=cfg,
                   nlimits=tier)  # fmt: skip
     probes = verify.make_probes(tokens, n_params, kp, n_probes)
     if reference is None:
@@ -233,12 +233,12 @@ def _hybrid_into(program, todo, data, cfg, params, k, temperature, top_p, seed, 
             rparams,
             jnp.float32(threshold),
             jax.random.key(seed),
+            nl,
             jnp.float32(temperature),
             jnp.float32(top_p),
             cfg=cfg,
             k=k,
             m=len(todo) + pad,
-            limits=nl,
             nl=nl,
             vl=VERIFY_LIMITS,
             n_probes=n_probes,

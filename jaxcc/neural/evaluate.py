@@ -87,7 +87,7 @@ def _judge_impl(src, length, params, key, ref, temperature, cfg, k, greedy_first
                 tier=None):  # fmt: skip
     ks, kp = jax.random.split(key)
     tokens, _ = lexer.lex(src, length, nl)
-    c = S.compile(tokens, params, ks, k, nl, temperature, 1.0, greedy_first, cfg=cfg,
+    c = S.compile(tokens, params, ks, nl, k, temperature, 1.0, greedy_first, cfg=cfg,
                   nlimits=tier)  # fmt: skip
     probes = verify.make_probes(tokens, ref.fn_nparams, kp, n_probes)
     v = verify.verify_against(c.program, ref, probes, vl)
@@ -111,7 +111,7 @@ def throughput(cfg, params, sources, nl, ks=(16, 256, 1000), budget_s: float = 6
         f = jax.jit(
             lambda t, key, k=k: (
                 S.compile(
-                    t, params, key, k, nl, 0.8, 0.95, True, cfg=cfg, nlimits=tier
+                    t, params, key, nl, k, 0.8, 0.95, True, cfg=cfg, nlimits=tier
                 ).program.n_code
             )
         )

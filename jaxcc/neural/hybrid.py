@@ -206,7 +206,7 @@ def sample_each(tokens, params, keys, k: int, nl: Limits, temperature, top_p,
 
     def one(tok, key):
         tok1 = jax.tree.map(lambda x: x[None], tok)
-        c = S.compile(tok1, params, key, k, nl, temperature, top_p, greedy_first, cfg=cfg,
+        c = S.compile(tok1, params, key, nl, k, temperature, top_p, greedy_first, cfg=cfg,
                       nlimits=tier)  # fmt: skip
         return jax.tree.map(lambda x: x[0], (c.program, c.ok, c.bound))
 
@@ -229,9 +229,9 @@ def sample_each(tokens, params, keys, k: int, nl: Limits, temperature, top_p,
         "tier",
     ),
 )
-def hybrid_compile(source, length, params, router_params, threshold, key, temperature=0.8,
-                   top_p=0.95, *, cfg: Config, k: int = 16, m: int = 16,
-                   limits: Limits = NEURAL_LIMITS, nl: Limits = NEURAL_LIMITS,
+def hybrid_compile(source, length, params, router_params, threshold, key,
+                   limits: Limits = NEURAL_LIMITS, temperature=0.8, top_p=0.95, *,
+                   cfg: Config, k: int = 16, m: int = 16, nl: Limits = NEURAL_LIMITS,
                    vl: Limits = VERIFY_LIMITS, n_probes: int = 32, greedy_first: bool = True,
                    shrink: int = verify.SHRINK, propose=None, tier=None) -> Hybrid:  # fmt: skip
     """Paper Algorithm 3 for a batch, on the device, in one jit (composable in yours).

@@ -127,7 +127,7 @@ def sample(graphdef, params, src: Src, key, k: int, limits: Limits, temperature=
     return Samples(c.out, c.logp, c.done)
 
 
-def compile(tokens, params, key, k: int = 16, limits: Limits | None = None,  # noqa: A001
+def compile(tokens, params, key, limits: Limits | None = None, k: int = 16,  # noqa: A001
             temperature=0.8, top_p=0.95, greedy_first: bool = True,
             cfg: Config | None = None, nlimits: V.NeuralLimits | None = None) -> Candidates:  # fmt: skip
     """k candidate programs per source: ``jaxcc.tokens.Tokens`` (batched) to Program
