@@ -83,27 +83,66 @@ class Code_(NamedTuple):
     err: Err
 
 
-def emit_code(ast, sc, ty, limits) -> Code_:
-    kind, op, value, parent, ci, nch = (
-        ast.kind,
-        ast.op,
-        ast.value,
-        ast.parent,
-        ast.child_index,
-        ast.n_children,
-    )
+class _Facts(NamedTuple):
+    """Per-node facts that every step of ``emit_code`` reads (all ``[n]`` unless noted)."""
+
+    n: int  # nodes (static)
+    idx: object  # node index
+    live: object  # a node of this program
+    root: object  # () the module node
+    kind: object
+    op: object
+    value: object
+    parent: object
+    ci: object  # child index
+    nch: object  # number of children
+    line: object
+    lo: object  # first node of the subtree (post-order range [lo, i])
+    c0: object  # children 0..2 (-1: none)
+    c1: object
+    c2: object
+    pkind: object  # the parent's kind, number of children, op, line
+    pnch: object
+    pop: object
+    pline: object
+    code_node: object  # a node that emits code (inside a function or the module body)
+    builtin: object  # builtin code of a CALL, and of the parent
+    pbuiltin: object
+    is_print: object
+    print_stmt: object  # a print(...) whose value is not used
+    child_print: object
+    is_range: object
+    is_user: object  # a call of a user function
+    min_lit: object  # the literal 2147483648 under a unary minus
+    neg_min: object  # -2147483648 (one LOAD_CONST)
+    loop: object  # the innermost loop of a break / continue
+    loop_is_for: object
+    in_chain: object  # inside a chained comparison (a < b < c)
+    n_cmp: object
+    is_operand: object  # an operand of a comparison after the first
+    k_of: object
+    is_minmax_arg: object
+    temp: object  # the function's comparison temporary slot
+
+    def K(self, k):
+        return self.code_node & (self.kind == k)
+
+    def PK(self, k):
+        return self.code_node & (self.pkind == k)
+
+
+def _facts(ast, sc) -> _Facts:
+    kind, op, value, parent = ast.kind, ast.op, ast.value, ast.parent
+    ci, nch = ast.child_index, ast.n_children
     n = kind.shape[0]
-    NI, F = limits.max_code, limits.max_funcs
     idx = jnp.arange(n, dtype=I32)
     live = idx < ast.n_nodes
     root = jnp.maximum(ast.n_nodes - 1, 0)
-    lo = sc.lo
     c0, c1, c2 = sc.child[:, 0], sc.child[:, 1], sc.child[:, 2]
     pkind = gather(kind, parent, -1)
     pnch = gather(nch, parent, 0)
     pop = gather(op, parent, 0)
     pline = gather(ast.line, parent, 0)
-    line = ast.line
     code_node = live & (sc.fn >= 0)
     K = lambda k: code_node & (kind == k)  # noqa: E731
     PK = lambda k: code_node & (pkind == k)  # noqa: E731
@@ -130,8 +169,17 @@ def emit_code(ast, sc, ty, limits) -> Code_:
     k_of = ci // 2
     is_minmax_arg = PK(Node.CALL) & ops.is_any(pbuiltin, [c for c, _ in _B_FOLD]) & (ci >= 1)
     temp = gather(sc.temp, sc.fdef, 0)
+    return _Facts(
+        n, idx, live, root, kind, op, value, parent, ci, nch, ast.line, sc.lo, c0, c1, c2, pkind, pnch, pop, pline, code_node, builtin,
+        pbuiltin, is_print, print_stmt, child_print, is_range, is_user, min_lit, neg_min,
+        loop, loop_is_for, in_chain, n_cmp, is_operand, k_of, is_minmax_arg, temp,
+    )  # fmt: skip
 
-    # -- 1. instruction counts ------------------------------------------------------------
+
+def _counts(f: _Facts):
+    """Step 1: how many instructions each node emits before its children (``pre``), after
+    them (``tail``) and, for its parent, right after its own code (``aft``)."""
+    K, PK, op, nch, ci = f.K, f.PK, f.op, f.nch, f.ci
     pre = jnp.select(
         [
             K(Node.CONSTANT)
@@ -140,35 +188,35 @@ def emit_code(ast, sc, ty, limits) -> Code_:
             | K(Node.CONTINUE),
             K(Node.BREAK),
             K(Node.RETURN) & (nch == 0),
-            K(Node.CMPOP) & in_chain & (ci >= 3),
-            is_range & (nch == 1),
+            K(Node.CMPOP) & f.in_chain & (ci >= 3),
+            f.is_range & (nch == 1),
         ],
-        [1, jnp.where(loop_is_for, 2, 1), 2, 1, 1],
+        [1, jnp.where(f.loop_is_for, 2, 1), 2, 1, 1],
         0,
     ).astype(I32)
     tail = jnp.select(
         [
             K(Node.BINOP)
-            | (is_user | (K(Node.CALL) & ops.is_any(builtin, [c for c, _ in _B_UNARY])))
+            | (f.is_user | (K(Node.CALL) & ops.is_any(f.builtin, [c for c, _ in _B_UNARY])))
             | K(Node.ASSIGN)
             | K(Node.ASSERT),
             K(Node.UNARYOP),
-            is_print,
-            is_range,
+            f.is_print,
+            f.is_range,
             K(Node.AUG_ASSIGN),
             K(Node.RETURN) & (nch > 0),
             K(Node.EXPR_STMT),
             K(Node.WHILE) | K(Node.FOR),
-            K(Node.FUNCTION_DEF) | (live & (idx == root)),
+            K(Node.FUNCTION_DEF) | (f.live & (f.idx == f.root)),
         ],
         [
             1,
-            jnp.where((op == UnaryOp.UAdd) | neg_min, 0, 1),
-            nch + 2 + jnp.where(print_stmt, 0, 1),
+            jnp.where((op == UnaryOp.UAdd) | f.neg_min, 0, 1),
+            nch + 2 + jnp.where(f.print_stmt, 0, 1),
             jnp.where(nch <= 2, 1, 0),
             2,
-            jnp.where(child_print, 2, 1),
-            jnp.where(child_print, 0, 1),
+            jnp.where(f.child_print, 2, 1),
+            jnp.where(f.child_print, 0, 1),
             1,
             2,
         ],
@@ -176,34 +224,50 @@ def emit_code(ast, sc, ty, limits) -> Code_:
     ).astype(I32)
     aft = jnp.select(
         [
-            PK(Node.BOOLOP) & (ci < pnch - 1),
-            is_operand,
+            PK(Node.BOOLOP) & (ci < f.pnch - 1),
+            f.is_operand,
             PK(Node.IFEXP) & (ci <= 1),
-            is_minmax_arg,
-            PK(Node.IF) & ((ci == 0) | ((ci == 1) & (pnch == 3))),
+            f.is_minmax_arg,
+            PK(Node.IF) & ((ci == 0) | ((ci == 1) & (f.pnch == 3))),
             PK(Node.WHILE) & (ci == 0),
             PK(Node.FOR) & (ci == 1),
         ],
-        [1, jnp.where(k_of < n_cmp, 4, 1), 1, 1, 1, 1, 2],
+        [1, jnp.where(f.k_of < f.n_cmp, 4, 1), 1, 1, 1, 1, 2],
         0,
     ).astype(I32)
-    own = jnp.where(code_node, pre + tail + aft, 0)
+    return pre, tail, aft
 
-    # -- 2./3. sizes and starts in tree order -----------------------------------------------
+
+class _Addr(NamedTuple):
+    """Where each node's code goes (``_addresses``)."""
+
+    S: object  # the node's first instruction
+    TS: object  # its tail's first instruction
+    TE: object  # one past its tail
+    AS: object  # its ``aft`` instructions (= TE)
+    size_incl: object  # its subtree's code size, aft included
+    entry_of_def: object  # a FUNCTION_DEF's entry
+    n_code: object  # () the program's code length
+
+
+def _addresses(f: _Facts, sc, pre, tail, aft) -> _Addr:
+    """Steps 2-4: subtree sizes and starts in tree order (prefix sums), then the
+    functions laid out one after the other, module body first."""
+    idx, root, lo, parent, ci, PK = f.idx, f.root, f.lo, f.parent, f.ci, f.PK
+    own = jnp.where(f.code_node, pre + tail + aft, 0)
     p_all = exclusive_cumsum(own)
     size_incl = p_all[idx + 1] - p_all[lo]
     size_excl = size_incl - aft
-    body_sz = gather(size_incl, gather(c0, parent, -1), 0)  # IFEXP: the body's code
-    test_sz = gather(size_incl, gather(c1, parent, -1), 0)
+    body_sz = gather(size_incl, gather(f.c0, parent, -1), 0)  # IFEXP: the body's code
+    test_sz = gather(size_incl, gather(f.c1, parent, -1), 0)
     corr = jnp.where(
         PK(Node.IFEXP) & (ci == 0), test_sz, jnp.where(PK(Node.IFEXP) & (ci == 1), -body_sz, 0)
     )
     anc = sum_over_ancestors(lo, pre + corr) - pre
     start_tree = p_all[lo] + anc
-    # -- 4. functions one after the other ------------------------------------------------------
     in_fn = sc.fn > 0
     p_def = exclusive_cumsum(jnp.where(in_fn, own, 0))
-    msize = jnp.sum(jnp.where(live & (sc.fn == 0), own, 0))
+    msize = jnp.sum(jnp.where(f.live & (sc.fn == 0), own, 0))
     fdef = sc.fdef
     entry_of_def = msize + p_def[lo]  # valid at def nodes
     local = jnp.where(in_fn, start_tree - gather(start_tree, fdef, 0), start_tree - p_def[lo])
@@ -211,11 +275,16 @@ def emit_code(ast, sc, ty, limits) -> Code_:
     S = jnp.where(idx == root, 0, S)
     TE = S + jnp.where(idx == root, msize, size_excl)
     TS = TE - tail
-    AS = TE
     n_code = msize + jnp.sum(jnp.where(sc.is_fn & (idx != root), size_incl, 0))
+    return _Addr(S, TS, TE, TE, size_incl, entry_of_def, n_code)
 
-    # -- reachability of statements (for fn_maxstack) -------------------------------------
-    is_block = live & ((kind == Node.BLOCK) | (idx == root))
+
+def _completes(f: _Facts):
+    """Which statements can complete normally (``cn``) and which are reachable: the
+    statements after a return / break / continue in their block are not (for
+    fn_maxstack)."""
+    n, live, kind, parent, ci = f.n, f.live, f.kind, f.parent, f.ci
+    is_block = live & ((kind == Node.BLOCK) | (f.idx == f.root))
     no_complete = live & ((kind == Node.RETURN) | (kind == Node.BREAK) | (kind == Node.CONTINUE))
     is_if = live & (kind == Node.IF)
 
@@ -225,7 +294,7 @@ def emit_code(ast, sc, ty, limits) -> Code_:
             .at[jnp.where(live & ~cn & (parent >= 0), parent, n)]
             .set(True)[:n]
         )
-        if_cn = (nch < 3) | gather(cn, c1, True) | gather(cn, c2, True)
+        if_cn = (f.nch < 3) | gather(cn, f.c1, True) | gather(cn, f.c2, True)
         return ~no_complete & jnp.where(is_if, if_cn, jnp.where(is_block, ~bad_child, True))
 
     cn = tree_fixpoint(cn_step, ~no_complete, 4 * n + 16)
@@ -235,9 +304,16 @@ def emit_code(ast, sc, ty, limits) -> Code_:
         .min(ci)[:n]
     )
     dead_here = live & gather(is_block, parent, False) & (ci > gather(first_nc, parent, BIG))
-    reach = sum_over_ancestors(lo, dead_here.astype(I32)) == 0
+    reach = sum_over_ancestors(f.lo, dead_here.astype(I32)) == 0
+    return cn, reach
 
-    # -- 5. the rules ------------------------------------------------------------------------
+
+def _rules(f: _Facts, sc, ty, a: _Addr, cn, reach) -> list:
+    """Step 5: every instruction as a rule (nodes, address, opcode, argument, line, the
+    stack effect a JUMP stands for, reachable), in the reference's templates."""
+    n, K, PK, op, nch, ci, line, pline = f.n, f.K, f.PK, f.op, f.nch, f.ci, f.line, f.pline
+    c0, c1, c2, parent, loop = f.c0, f.c1, f.c2, f.parent, f.loop
+    S, TS, TE, AS = a.S, a.TS, a.TE, a.AS
     rules = []
 
     def rule(mask, at, opc, arg=0, ln=None, jeff=0, rch=None):
@@ -245,7 +321,7 @@ def emit_code(ast, sc, ty, limits) -> Code_:
         rch = reach if rch is None else rch
         rules.append(
             (
-                b(mask & code_node, bool),
+                b(mask & f.code_node, bool),
                 b(at),
                 b(opc),
                 b(arg),
@@ -257,8 +333,8 @@ def emit_code(ast, sc, ty, limits) -> Code_:
 
     slot0 = gather(sc.slot, c0, 0)
     # leaves
-    const_val = jnp.where(op == ConstKind.NONE, 0, value)
-    rule(K(Node.CONSTANT), S, Op.LOAD_CONST, const_val, ln=jnp.where(min_lit, pline, line))
+    const_val = jnp.where(op == ConstKind.NONE, 0, f.value)
+    rule(K(Node.CONSTANT), S, Op.LOAD_CONST, const_val, ln=jnp.where(f.min_lit, pline, line))
     rule(K(Node.NAME) & (op == Ctx.Load), S, Op.LOAD_VAR, sc.slot)
     # statements
     rule(K(Node.ASSIGN), TS, Op.STORE_VAR, slot0)
@@ -275,9 +351,10 @@ def emit_code(ast, sc, ty, limits) -> Code_:
     rule(K(Node.FOR), head, Op.FOR_RANGE, TE)
     rule(K(Node.FOR), head + 1, Op.STORE_VAR, slot0)
     rule(K(Node.FOR), TS, Op.JUMP, head, jeff=-3, rch=reach & gather(cn, c2, True))
-    rule(is_range & (nch == 1), S, Op.LOAD_CONST, 0)
-    rule(is_range & (nch <= 2), TS, Op.LOAD_CONST, 1)
+    rule(f.is_range & (nch == 1), S, Op.LOAD_CONST, 0)
+    rule(f.is_range & (nch <= 2), TS, Op.LOAD_CONST, 1)
     brk = K(Node.BREAK)
+    loop_is_for = f.loop_is_for
     loop_end = gather(TE, loop, 0)
     rule(brk & loop_is_for, S, Op.POP_N, 3)
     rule(
@@ -286,6 +363,7 @@ def emit_code(ast, sc, ty, limits) -> Code_:
     loop_head = jnp.where(loop_is_for, gather(head, loop, 0), gather(S, loop, 0))
     rule(K(Node.CONTINUE), S, Op.JUMP, loop_head)
     ret = K(Node.RETURN)
+    child_print = f.child_print
     rule(ret & (nch == 0), S, Op.LOAD_CONST, 0)
     rule(ret & (nch == 0), S + 1, Op.RETURN_VALUE)
     rule(ret & (nch > 0) & child_print, TS, Op.LOAD_CONST, 0)
@@ -293,7 +371,8 @@ def emit_code(ast, sc, ty, limits) -> Code_:
     rule(K(Node.ASSERT), TS, Op.ASSERT)
     rule(K(Node.EXPR_STMT) & ~child_print, TS, Op.POP_TOP)
     # function ends: LOAD_CONST 0; RETURN_VALUE at the last statement's line
-    is_mod_stmt = live & (parent == root) & (idx != root) & (kind != Node.FUNCTION_DEF)
+    idx, root, live = f.idx, f.root, f.live
+    is_mod_stmt = live & (parent == root) & (idx != root) & (f.kind != Node.FUNCTION_DEF)
     last_mod = jnp.max(jnp.where(is_mod_stmt, idx, -1))
     mod_line = jnp.where(last_mod >= 0, gather(line, last_mod, 1), 1)
     body_last_line = gather(line, gather(c1, idx, -1) - 1, 0)
@@ -304,48 +383,45 @@ def emit_code(ast, sc, ty, limits) -> Code_:
     rule(fend, TS + 1, Op.RETURN_VALUE, ln=end_line, rch=end_reach)
     # expressions
     rule(K(Node.BINOP), TS, _tbl(_BINOP_OP, op))
-    rule(K(Node.UNARYOP) & (op != UnaryOp.UAdd) & ~neg_min, TS, _tbl(_UNARY_OP, op))
-    boolj = jnp.where(pop == BoolOp.And, Op.JUMP_IF_FALSE_OR_POP, Op.JUMP_IF_TRUE_OR_POP)
-    rule(PK(Node.BOOLOP) & (ci < pnch - 1), AS, boolj, gather(TE, parent, 0), ln=pline)
-    rule(K(Node.CMPOP) & in_chain & (ci >= 3), S, Op.LOAD_VAR, temp, ln=pline)
-    cmp_op = _tbl(_CMP_OP, gather(op, lo - 1, 0))  # the CMPOP just before this operand
-    mid = is_operand & (k_of < n_cmp)
-    tmp = temp
+    rule(K(Node.UNARYOP) & (op != UnaryOp.UAdd) & ~f.neg_min, TS, _tbl(_UNARY_OP, op))
+    boolj = jnp.where(f.pop == BoolOp.And, Op.JUMP_IF_FALSE_OR_POP, Op.JUMP_IF_TRUE_OR_POP)
+    rule(PK(Node.BOOLOP) & (ci < f.pnch - 1), AS, boolj, gather(TE, parent, 0), ln=pline)
+    rule(K(Node.CMPOP) & f.in_chain & (ci >= 3), S, Op.LOAD_VAR, f.temp, ln=pline)
+    cmp_op = _tbl(_CMP_OP, gather(op, f.lo - 1, 0))  # the CMPOP just before this operand
+    mid = f.is_operand & (f.k_of < f.n_cmp)
+    tmp = f.temp
     rule(mid, AS, Op.STORE_VAR, tmp, ln=pline)
     rule(mid, AS + 1, Op.LOAD_VAR, tmp, ln=pline)
     rule(mid, AS + 2, cmp_op, ln=pline)
     rule(mid, AS + 3, Op.JUMP_IF_FALSE_OR_POP, gather(TE, parent, 0), ln=pline)
-    rule(is_operand & (k_of == n_cmp), AS, cmp_op, ln=pline)
+    rule(f.is_operand & (f.k_of == f.n_cmp), AS, cmp_op, ln=pline)
     ifx = K(Node.IFEXP)
     rule(ifx, gather(AS, c1, 0), Op.JUMP_IF_FALSE, gather(S, c2, 0))
     rule(ifx, gather(AS, c0, 0), Op.JUMP, TE, jeff=-1)
     callee_np = gather(sc.nparams, sc.callee, 0)
-    rule(is_user, TS, Op.CALL, gather(sc.fid, sc.callee, 0), jeff=1 - callee_np)
+    rule(f.is_user, TS, Op.CALL, gather(sc.fid, sc.callee, 0), jeff=1 - callee_np)
     for c, opc in _B_UNARY:
-        rule(K(Node.CALL) & (builtin == c), TS, opc)
-    rule(is_minmax_arg, AS, _fold_opcode(pbuiltin), ln=pline)
-    print_arg = PK(Node.CALL) & (pbuiltin == B_PRINT)
+        rule(K(Node.CALL) & (f.builtin == c), TS, opc)
+    rule(f.is_minmax_arg, AS, _fold_opcode(f.pbuiltin), ln=pline)
+    print_arg = PK(Node.CALL) & (f.pbuiltin == B_PRINT)
     rule(
         print_arg,
         gather(TS, parent, 0) + ci,
         jnp.where(ty.t == M_BOOL, Op.PRINT_BOOL, Op.PRINT_INT),
-        pnch - ci,
+        f.pnch - ci,
         ln=pline,
     )
+    is_print = f.is_print
     rule(is_print, TS + nch, Op.PRINT_NEWLINE)
     rule(is_print, TS + nch + 1, Op.POP_N, nch)
-    rule(is_print & ~print_stmt, TS + nch + 2, Op.LOAD_CONST, 0)
+    rule(is_print & ~f.print_stmt, TS + nch + 2, Op.LOAD_CONST, 0)
+    return rules
 
-    mask, at, opc, arg, ln, jeff, rch = (jnp.concatenate([r[j] for r in rules]) for j in range(7))
-    fn_node = jnp.concatenate([fdef] * len(rules))
-    ok = mask & (at >= 0) & (at < NI)
-    tgt = jnp.where(ok, at, NI)
-    code_op = jnp.zeros((NI + 1,), I32).at[tgt].set(opc)[:NI]
-    code_arg = jnp.zeros((NI + 1,), I32).at[tgt].set(arg)[:NI]
-    code_line = jnp.zeros((NI + 1,), I32).at[tgt].set(ln)[:NI]
-    line_at_limit = jnp.max(jnp.where(mask & (at == NI), ln, 0))
 
-    # -- 6. stack depths ------------------------------------------------------------------
+def _max_stack(n: int, at, opc, arg, jeff, rch, fn_node, ok, tgt, NI: int):
+    """Step 6: each function's deepest operand stack over its reachable instructions
+    (the depth before each instruction is a prefix sum of stack effects); the rules'
+    columns stacked, ``fn_node`` the function each rule's node is in."""
     pops = jnp.asarray(isa.decode_tables()["pops"], I32)
     pushes = jnp.asarray(isa.decode_tables()["pushes"], I32)
     fall = _tbl(pushes, opc) - _tbl(pops, opc)
@@ -357,31 +433,16 @@ def emit_code(ast, sc, ty, limits) -> Code_:
     depth_before = exclusive_cumsum(eff_at)[:NI]
     d_at = gather(depth_before, at, 0)
     peak = jnp.where(ok & rch, jnp.maximum(d_at, d_at + fall), 0)
-    maxstack_node = jnp.zeros((n + 1,), I32).at[jnp.where(ok & rch, fn_node, n)].max(peak)[:n]
+    return jnp.zeros((n + 1,), I32).at[jnp.where(ok & rch, fn_node, n)].max(peak)[:n]
 
-    # -- the function table ------------------------------------------------------------------
-    fid = jnp.where(idx == root, 0, sc.fid)
-    fslot = jnp.where(live & sc.is_fn, fid, F)
-    entry = jnp.where(idx == root, 0, entry_of_def)
-    table = lambda x: jnp.zeros((F + 1,), I32).at[fslot].set(x, mode="drop")[:F]  # noqa: E731
-    rettype = jnp.where(idx == root, isa.T_NONE, mask_to_type(ty.ret))
-    prog = isa.Program(
-        op=code_op,
-        arg=code_arg,
-        line=code_line,
-        n_code=n_code.astype(I32),
-        fn_entry=table(entry),
-        fn_nparams=table(sc.nparams),
-        fn_nlocals=table(sc.nlocals),
-        fn_maxstack=table(maxstack_node),
-        fn_rettype=table(rettype),
-        n_funcs=sc.n_funcs.astype(I32),
-    )
 
-    # -- limits (the reference's order) ------------------------------------------------------
-    fnl = live & sc.is_fn
-    fline = jnp.where(idx == root, 1, line)
-    fcol = jnp.where(idx == root, 0, ast.col)
+def _limit_errors(f: _Facts, ast, sc, fid, maxstack_node, n_code, line_at_limit, limits):
+    """The phase-5 limit errors, the first in the reference's order: functions, locals,
+    code length, stack."""
+    NI, F = limits.max_code, limits.max_funcs
+    fnl = f.live & sc.is_fn
+    fline = jnp.where(f.idx == f.root, 1, f.line)
+    fcol = jnp.where(f.idx == f.root, 0, ast.col)
     z = jnp.int32(0)
 
     def at_fn(mask, detail):
@@ -402,4 +463,49 @@ def emit_code(ast, sc, ty, limits) -> Code_:
     err = e_funcs
     for e in (e_locals, e_code, e_stack):
         err = Err(*(jnp.where(err.code != 0, a, b) for a, b in zip(err, e, strict=True)))
+    return err
+
+
+def emit_code(ast, sc, ty, limits) -> Code_:
+    """Bytecode and the phase-5 limit errors of one program, in the steps of the module
+    docstring: ``_facts``, ``_counts`` (1), ``_addresses`` (2-4), ``_completes``,
+    ``_rules`` (5), the one scatter into the code arrays, ``_max_stack`` (6), the
+    function table and ``_limit_errors``."""
+    NI, F = limits.max_code, limits.max_funcs
+    f = _facts(ast, sc)
+    pre, tail, aft = _counts(f)
+    a = _addresses(f, sc, pre, tail, aft)
+    cn, reach = _completes(f)
+    rules = _rules(f, sc, ty, a, cn, reach)
+
+    mask, at, opc, arg, ln, jeff, rch = (jnp.concatenate([r[j] for r in rules]) for j in range(7))
+    fn_node = jnp.concatenate([sc.fdef] * len(rules))
+    ok = mask & (at >= 0) & (at < NI)
+    tgt = jnp.where(ok, at, NI)
+    code_op = jnp.zeros((NI + 1,), I32).at[tgt].set(opc)[:NI]
+    code_arg = jnp.zeros((NI + 1,), I32).at[tgt].set(arg)[:NI]
+    code_line = jnp.zeros((NI + 1,), I32).at[tgt].set(ln)[:NI]
+    line_at_limit = jnp.max(jnp.where(mask & (at == NI), ln, 0))
+    maxstack_node = _max_stack(f.n, at, opc, arg, jeff, rch, fn_node, ok, tgt, NI)
+
+    # the function table
+    idx, root = f.idx, f.root
+    fid = jnp.where(idx == root, 0, sc.fid)
+    fslot = jnp.where(f.live & sc.is_fn, fid, F)
+    entry = jnp.where(idx == root, 0, a.entry_of_def)
+    table = lambda x: jnp.zeros((F + 1,), I32).at[fslot].set(x, mode="drop")[:F]  # noqa: E731
+    rettype = jnp.where(idx == root, isa.T_NONE, mask_to_type(ty.ret))
+    prog = isa.Program(
+        op=code_op,
+        arg=code_arg,
+        line=code_line,
+        n_code=a.n_code.astype(I32),
+        fn_entry=table(entry),
+        fn_nparams=table(sc.nparams),
+        fn_nlocals=table(sc.nlocals),
+        fn_maxstack=table(maxstack_node),
+        fn_rettype=table(rettype),
+        n_funcs=sc.n_funcs.astype(I32),
+    )
+    err = _limit_errors(f, ast, sc, fid, maxstack_node, a.n_code, line_at_limit, limits)
     return Code_(prog, err)
