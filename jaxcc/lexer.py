@@ -167,10 +167,25 @@ def _bounds(is_start, idx, n):
     return tok_start, tok_end
 
 
-def _lex_one(src, length, tables, limits: Limits):
+class _Bytes(NamedTuple):
+    """The program's bytes and what most steps read about each."""
+
+    N: int  # the padded length (static)
+    idx: object  # Int32[N]  0 .. N-1
+    length: object  # the length as given (beyond N: an error)
+    n: object  # the length clipped to N
+    valid: object  # Bool[N]  idx < n
+    b: object  # Int32[N]  the byte (PAD_BYTE past the end)
+    cls: object  # Int32[N]  its DFA byte class
+    b_next: object  # b[i + 1]
+    b_next2: object  # b[i + 2]
+    b_prev: object  # b[i - 1]
+    is_word: object  # Bool[N]  a digit or a letter
+
+
+def _read_bytes(src, length) -> _Bytes:
+    """Pad the program past its length and read each byte's class and neighbours."""
     N = src.shape[0]
-    T = limits.max_tokens
-    K = T + 2  # statement lines kept (each but the last ends with a NEWLINE token)
     idx = jnp.arange(N, dtype=I32)
     length = jnp.asarray(length, I32)
     n = jnp.minimum(length, N)
@@ -181,92 +196,195 @@ def _lex_one(src, length, tables, limits: Limits):
     b_next2 = _shift_left(b_next, LT.PAD_BYTE)
     b_prev = _shift_right(b, LT.PAD_BYTE)
     is_word = (cls >= C.D0) & (cls <= C.LET)
+    return _Bytes(N, idx, length, n, valid, b, cls, b_next, b_next2, b_prev, is_word)
 
-    # ---- the DFA: token boundaries
-    state = _dfa_states(cls, DFA_MODE, tables)
+
+class _Dfa(NamedTuple):
+    """The DFA's tokens, and where each number token's NUMBER ends."""
+
+    start: object  # Bool[N]  the DFA starts a token here
+    tok_end: object  # Int32[N]  (at a start) one past the end of the DFA's token
+    last: object  # Int32[N]  (at a start) the last byte of the DFA's token
+    fa_last: object  # Int32[N]  the latest byte <= i where a float literal is accepted
+    im_last: object  # Int32[N]  the latest byte <= i where an imaginary one is
+    t_num: object  # Bool[N]  a number token starts here
+    m_end: object  # Int32[N]  (at a number start) one past its NUMBER, else 0
+    n_imag: object  # Bool[N]  (at a number start) an imaginary literal
+    n_float: object  # Bool[N]  (at a number start) a float literal
+
+
+def _dfa_tokens(x: _Bytes, tables) -> _Dfa:
+    """Run the DFA: a token starts where it restarts. A number token's NUMBER ends at
+    its last Int-accepting byte (tokenize's regex alternation, not maximal munch);
+    float and imaginary literals are errors."""
+    state = _dfa_states(x.cls, DFA_MODE, tables)
     state_before = _shift_right(state, S.S0)
-    restart = _c(LT.RESTART)[state_before, cls]
-    dfa_start = restart & valid
-    tok_start, tok_end = _bounds(dfa_start, idx, n)
-
-    # numbers: tokenize's NUMBER ends at the last Int-accepting byte of the DFA's token
-    # (regex alternation, not maximal munch); float and imaginary literals are errors
-    ia = _c(LT.INT_ACCEPT)[state] & valid
-    fa = _c(LT.FLOAT_ACCEPT)[state] & valid
-    im = (state == S.IMAG) & valid
+    restart = _c(LT.RESTART)[state_before, x.cls]
+    dfa_start = restart & x.valid
+    _, tok_end = _bounds(dfa_start, x.idx, x.n)
+    ia = _c(LT.INT_ACCEPT)[state] & x.valid
+    fa = _c(LT.FLOAT_ACCEPT)[state] & x.valid
+    im = (state == S.IMAG) & x.valid
     last = jnp.maximum(tok_end - 1, 0)
-    ia_last = _cummax(jnp.where(ia, idx + 1, 0))
-    fa_last = _cummax(jnp.where(fa, idx, -1))
-    im_last = _cummax(jnp.where(im, idx, -1))
-    t_num = dfa_start & (cls >= C.D0) & (cls <= C.D89)
+    ia_last = _cummax(jnp.where(ia, x.idx + 1, 0))
+    fa_last = _cummax(jnp.where(fa, x.idx, -1))
+    im_last = _cummax(jnp.where(im, x.idx, -1))
+    t_num = dfa_start & (x.cls >= C.D0) & (x.cls <= C.D89)
     m_end = jnp.where(t_num, ia_last[last], 0)  # for a number token start: its NUMBER's end
-    n_imag = t_num & (im_last[last] >= idx)
-    n_float = t_num & ~n_imag & (fa_last[last] >= idx)
-    # what follows a NUMBER cut short is a NAME (`0or` is NUMBER 0, NAME or): it starts a
-    # token, and the DFA's starts inside that word are dropped
-    is_letter = (cls >= C.HEXL) & (cls <= C.LET)
-    split = t_num & ~n_imag & ~n_float & (m_end < tok_end)
-    split_at = jnp.zeros(N + 1, bool).at[jnp.where(split, m_end, N)].set(True)[:N]
-    split_at = split_at & is_letter
-    word_end = _rcummin(jnp.where(is_word & valid, N + 1, idx))
-    word_end = jnp.minimum(word_end, n)
-    sp_cover = _cummax(jnp.where(split_at, word_end, 0))  # inside a split word: idx < this
-    sp_from = _cummax(jnp.where(split_at, idx, -1))
-    inside = (idx > sp_from) & (idx < sp_cover)
-    is_start = (dfa_start & ~inside) | split_at
-    tok_start, tok_end = _bounds(is_start, idx, n)
-    first_cls = cls[tok_start]
-    last_b = gather(b, tok_end - 1, LT.PAD_BYTE)
+    n_imag = t_num & (im_last[last] >= x.idx)
+    n_float = t_num & ~n_imag & (fa_last[last] >= x.idx)
+    return _Dfa(dfa_start, tok_end, last, fa_last, im_last, t_num, m_end, n_imag, n_float)
 
-    # ---- lines
-    is_nl = (b == ord("\n")) & valid
+
+class _Toks(NamedTuple):
+    """The tokens' extents."""
+
+    is_start: object  # Bool[N]  a token starts here
+    tok_start: object  # Int32[N]  the start of the token holding this byte
+    tok_end: object  # Int32[N]  (at a start) one past the token's end
+    first_cls: object  # Int32[N]  the class of that token's first byte
+    last_b: object  # Int32[N]  (at a start) the token's last byte
+
+
+def _split_numbers(x: _Bytes, d: _Dfa) -> _Toks:
+    """Split words after a NUMBER cut short: what follows is a NAME (`0or` is NUMBER 0,
+    NAME or), so it starts a token and the DFA's starts inside that word are dropped."""
+    is_letter = (x.cls >= C.HEXL) & (x.cls <= C.LET)
+    split = d.t_num & ~d.n_imag & ~d.n_float & (d.m_end < d.tok_end)
+    split_at = jnp.zeros(x.N + 1, bool).at[jnp.where(split, d.m_end, x.N)].set(True)[: x.N]
+    split_at = split_at & is_letter
+    word_end = _rcummin(jnp.where(x.is_word & x.valid, x.N + 1, x.idx))
+    word_end = jnp.minimum(word_end, x.n)
+    sp_cover = _cummax(jnp.where(split_at, word_end, 0))  # inside a split word: idx < this
+    sp_from = _cummax(jnp.where(split_at, x.idx, -1))
+    inside = (x.idx > sp_from) & (x.idx < sp_cover)
+    is_start = (d.start & ~inside) | split_at
+    tok_start, tok_end = _bounds(is_start, x.idx, x.n)
+    first_cls = x.cls[tok_start]
+    last_b = gather(x.b, tok_end - 1, LT.PAD_BYTE)
+    return _Toks(is_start, tok_start, tok_end, first_cls, last_b)
+
+
+class _Lines(NamedTuple):
+    """Each byte's line."""
+
+    is_nl: object  # Bool[N]  a newline byte
+    line_no: object  # Int32[N]  its line, from 1
+    is_ls: object  # Bool[N]  the first byte of a line
+    line_start: object  # Int32[N]  the first byte of its line
+    col: object  # Int32[N]  its column (idx - line_start)
+
+
+def _lines(x: _Bytes) -> _Lines:
+    """Number the lines (a prefix sum of newlines) and find each byte's column."""
+    is_nl = (x.b == ord("\n")) & x.valid
     n_nl_before = jnp.cumsum(is_nl.astype(I32)) - is_nl.astype(I32)
     line_no = n_nl_before + 1
-    is_ls = valid & ((idx == 0) | (b_prev == ord("\n")))
-    line_start = _cummax(jnp.where(is_ls, idx, 0))
-    col = idx - line_start
+    is_ls = x.valid & ((x.idx == 0) | (x.b_prev == ord("\n")))
+    line_start = _cummax(jnp.where(is_ls, x.idx, 0))
+    col = x.idx - line_start
+    return _Lines(is_nl, line_no, is_ls, line_start, col)
 
-    # ---- token classification (per token start)
+
+class _Kinds(NamedTuple):
+    """What starts at each token start, by its first byte (False elsewhere)."""
+
+    t_name: object  # a NAME or a keyword
+    t_comment: object  # a COMMENT
+    tok_len: object  # Int32[N]  (at a start) the token's length
+    t_newline: object  # a line break: NEWLINE or NL
+    t_bsl_bad: object  # a backslash not followed by a newline (an error)
+    t_op: object  # an operator or bracket
+    t_dot: object  # '.' (an error: attribute, float or ellipsis)
+    t_quote: object  # a string (an error)
+    t_bad: object  # a byte outside the language (an error)
+
+
+def _classify(x: _Bytes, tok: _Toks) -> _Kinds:
+    """Classify each token by the class of its first byte (and its length)."""
+    is_start, cls = tok.is_start, x.cls
     t_name = is_start & (cls >= C.HEXL) & (cls <= C.LET)
     t_comment = is_start & (cls == C.HASH)
-    tok_len = tok_end - idx
+    tok_len = tok.tok_end - x.idx
     t_newline = is_start & ((cls == C.NL) | ((cls == C.CR) & (tok_len == 2)))
-    t_bsl_bad = is_start & (cls == C.BSL) & (last_b != ord("\n"))
+    t_bsl_bad = is_start & (cls == C.BSL) & (tok.last_b != ord("\n"))
     t_op = is_start & (cls >= C.STAR) & (cls <= C.OP1) & (cls != C.DOT)
     t_dot = is_start & (cls == C.DOT)
     t_quote = is_start & (cls == C.QUOTE)
     t_bad = is_start & (cls == C.BAD)
+    return _Kinds(t_name, t_comment, tok_len, t_newline, t_bsl_bad, t_op, t_dot, t_quote, t_bad)
 
-    # brackets and continuation decide which lines start statements
-    opens = is_start & ((b == ord("(")) | (b == ord("[")) | (b == ord("{")))
-    closes = is_start & ((b == ord(")")) | (b == ord("]")) | (b == ord("}")))
+
+class _Stmts(NamedTuple):
+    """Brackets, and the lines that start statements."""
+
+    opens: object  # Bool[N]  an opening bracket
+    paren_before: object  # Int32[N]  brackets open before this byte
+    paren_final: object  # brackets open at the end
+    is_stmt_mode: object  # Bool[N]  a line start outside brackets and continuations
+    ws3: object  # Bool[N]  one of [ \t\f]
+    pos: object  # Int32[N]  the first byte at or after i not in [ \t\f] (n when none)
+    column: object  # Int32[N]  (at a line start) its indentation column
+    stmt_line: object  # Bool[N]  (at a line start) the line takes part in indentation
+    line_blank_stmt: object  # Bool[N]  this byte's line is a blank statement line
+
+
+def _statements(x: _Bytes, tok: _Toks, ln: _Lines) -> _Stmts:
+    """Count open brackets (a prefix sum); a line outside brackets and continuations
+    starts a statement, and one that is not blank takes part in indentation."""
+    b, idx = x.b, x.idx
+    opens = tok.is_start & ((b == ord("(")) | (b == ord("[")) | (b == ord("{")))
+    closes = tok.is_start & ((b == ord(")")) | (b == ord("]")) | (b == ord("}")))
     delta = opens.astype(I32) - closes.astype(I32)
     paren_incl = jnp.cumsum(delta)
     paren_before = paren_incl - delta
     paren_final = paren_incl[-1]
     # the '\n' before a line start belongs to a continuation token
-    cont_line = _shift_right(is_nl & (first_cls == C.BSL), False)
-    is_stmt_mode = is_ls & (paren_before == 0) & ~cont_line  # tokenize's "new statement"
+    cont_line = _shift_right(ln.is_nl & (tok.first_cls == C.BSL), False)
+    is_stmt_mode = ln.is_ls & (paren_before == 0) & ~cont_line  # tokenize's "new statement"
 
     # first byte not in [ \t\f] from each byte on (n when none)
     ws3 = (b == ord(" ")) | (b == ord("\t")) | (b == ord("\f"))
-    first_nonws = _rcummin(jnp.where(ws3 & valid, N + 1, idx))
-    first_nonws = jnp.minimum(first_nonws, n)
+    first_nonws = _rcummin(jnp.where(ws3 & x.valid, x.N + 1, idx))
+    first_nonws = jnp.minimum(first_nonws, x.n)
     pos = first_nonws  # at line starts: tokenize's `pos`
     pos_b = gather(b, pos, LT.PAD_BYTE)
-    blank = (pos >= n) | (pos_b == ord("#")) | (pos_b == ord("\r")) | (pos_b == ord("\n"))
+    blank = (pos >= x.n) | (pos_b == ord("#")) | (pos_b == ord("\r")) | (pos_b == ord("\n"))
     column = _indent_columns(b, idx, idx, pos)  # meaningful at line starts
     stmt_line = is_stmt_mode & ~blank  # lines that take part in indentation
-    line_blank_stmt = (is_stmt_mode & blank)[line_start]  # per byte: its line is a blank one
+    line_blank_stmt = (is_stmt_mode & blank)[ln.line_start]  # per byte: its line is a blank one
+    return _Stmts(
+        opens, paren_before, paren_final, is_stmt_mode, ws3, pos, column, stmt_line, line_blank_stmt
+    )
 
-    # ---- the indentation stack over statement lines (compacted to K slots)
-    sidx = jnp.cumsum(stmt_line.astype(I32)) - 1
+
+class _Indent(NamedTuple):
+    """The statement lines, compacted to K slots, and their INDENT / DEDENT tokens."""
+
+    k_pos: object  # Int32[K]  the line's first byte not in [ \t\f]
+    k_ls: object  # Int32[K]  the line's first byte
+    k_line: object  # Int32[K]  its line number
+    kk: object  # Int32[K]  0 .. K-1
+    k_ok: object  # Bool[K]  the slot holds a line
+    k_indent: object  # Bool[K]  the line indents
+    k_bad_dedent: object  # Bool[K]  it dedents to a column not on the stack
+    k_too_deep: object  # Bool[K]  it indents past limits.max_indent
+    k_too_many: object  # Bool[K]  it indents past CPython's MAX_INDENT_LEVEL
+    k_count: object  # Int32[K]  the INDENT / DEDENT tokens it emits
+    depth_final: object  # the depth at the end (DEDENTs at EOF)
+    cnt_line: object  # Int32[N]  (at a line's pos) the tokens it emits before its first
+
+
+def _indentation(x: _Bytes, ln: _Lines, st: _Stmts, limits: Limits, K: int) -> _Indent:
+    """Gather the statement lines into K slots and run the indentation stack over them:
+    INDENT / DEDENT counts and indentation errors per line."""
+    sidx = jnp.cumsum(st.stmt_line.astype(I32)) - 1
     n_stmt = jnp.minimum(sidx[-1] + 1, K)
-    tgt = jnp.where(stmt_line, sidx, K)
-    k_pos = jnp.zeros(K, I32).at[tgt].set(pos, mode="drop")
-    k_col = jnp.full(K, _BIG, I32).at[tgt].set(column, mode="drop")
-    k_ls = jnp.zeros(K, I32).at[tgt].set(idx, mode="drop")
-    k_line = jnp.zeros(K, I32).at[tgt].set(line_no, mode="drop")
+    tgt = jnp.where(st.stmt_line, sidx, K)
+    k_pos = jnp.zeros(K, I32).at[tgt].set(st.pos, mode="drop")
+    k_col = jnp.full(K, _BIG, I32).at[tgt].set(st.column, mode="drop")
+    k_ls = jnp.zeros(K, I32).at[tgt].set(x.idx, mode="drop")
+    k_line = jnp.zeros(K, I32).at[tgt].set(ln.line_no, mode="drop")
     kk = jnp.arange(K, dtype=I32)
     k_ok = kk < n_stmt
     ind = _indent_stack(k_col, k_ok, limits.max_indent)
@@ -283,16 +401,45 @@ def _lex_one(src, length, tables, limits: Limits):
     depth_final = jnp.where(n_stmt > 0, gather(ind.depth, n_stmt - 1, 0), 0)
 
     # per byte: tokens the statement line at this byte emits before its first token
+    N = x.N
     cnt_line = jnp.zeros(N + 1, I32).at[jnp.where(k_ok, k_pos, N + 1)].add(k_count, mode="drop")[:N]
+    return _Indent(
+        k_pos,
+        k_ls,
+        k_line,
+        kk,
+        k_ok,
+        k_indent,
+        k_bad_dedent,
+        k_too_deep,
+        k_too_many,
+        k_count,
+        depth_final,
+        cnt_line,
+    )
 
-    # ---- numbers: values
-    b1 = b_next | 0x20
+
+class _Num(NamedTuple):
+    """The value of each NUMBER (at its start)."""
+
+    base_ix: object  # Int32[N]  0 decimal, 1 hex, 2 octal, 3 binary
+    sig: object  # Int32[N]  its significant digits
+    too_big: object  # Bool[N]  too large for the language's ints (Limit.INT_LITERAL)
+    num_value: object  # Int32[N]  its value (mod 2**32)
+    nxt_digit: object  # Bool[N]  a digit follows the NUMBER (an error)
+
+
+def _number_values(x: _Bytes, d: _Dfa, tok: _Toks) -> _Num:
+    """Evaluate the NUMBERs: each digit times base**(digits after it), prefix-summed
+    mod 2**32, with the significant digits counted to tell literals too large."""
+    b, idx, m_end = x.b, x.idx, d.m_end
+    b1 = x.b_next | 0x20
     prefixed = (b == ord("0")) & ((b1 == ord("x")) | (b1 == ord("o")) | (b1 == ord("b")))
     prefixed = prefixed & (m_end > idx + 1)
     base_ix = jnp.where(prefixed, jnp.where(b1 == ord("x"), 1, jnp.where(b1 == ord("o"), 2, 3)), 0)
     # per byte: the number token it belongs to
-    s_of = tok_start
-    num_of = t_num[s_of]
+    s_of = tok.tok_start
+    num_of = d.t_num[s_of]
     me_of = m_end[s_of]
     pre_of = prefixed[s_of]
     base_of = base_ix[s_of]
@@ -317,9 +464,24 @@ def _lex_one(src, length, tables, limits: Limits):
     num_value = lax.bitcast_convert_type(value_u, I32)
     # a NUMBER glued to a digit, or to a name that is not a keyword (host_lex: `1if` is
     # fine, `1x` and `007` are not); an unsupported keyword reports itself instead
-    nxt_digit = gather((cls >= C.D0) & (cls <= C.D89), m_end, False)
+    nxt_digit = gather((x.cls >= C.D0) & (x.cls <= C.D89), m_end, False)
+    return _Num(base_ix, sig, too_big, num_value, nxt_digit)
 
-    # ---- names: exact keyword lookup for names of <= 8 bytes
+
+class _Words(NamedTuple):
+    """What each name is (at its start)."""
+
+    word_kind: object  # Int32[N]  LT.WORD_KIND_*, 0 for a user name
+    word_val: object  # Int32[N]  the keyword's Tok or the reserved name's value
+    n_kw: object  # Bool[N]  a keyword of the language
+    n_unsup: object  # Bool[N]  a keyword outside the language (an error)
+    n_reserved: object  # Bool[N]  a reserved name (builtins, annotations: fixed ids)
+    n_user: object  # Bool[N]  a user name (interned later)
+
+
+def _keywords(x: _Bytes, c: _Kinds) -> _Words:
+    """Look names of up to 8 bytes up in the perfect-hash word table (exact compare)."""
+    b, idx, tok_len = x.b, x.idx, c.tok_len
     w = [gather(b, idx + k, 0) for k in range(8)]
     w = [jnp.where(k < tok_len, w[k], 0).astype(u32) for k in range(8)]
     w0 = w[0] | (w[1] << 8) | (w[2] << 16) | (w[3] << 24)
@@ -333,15 +495,25 @@ def _lex_one(src, length, tables, limits: Limits):
     )
     word_kind = jnp.where(word_hit, _c(LT.WORD_KIND)[slot], 0)
     word_val = _c(LT.WORD_VALUE)[slot]
-    n_kw = t_name & (word_kind == LT.WORD_KIND_KEYWORD)
-    n_unsup = t_name & (word_kind == LT.WORD_KIND_UNSUPPORTED)
-    n_reserved = t_name & (word_kind == LT.WORD_KIND_RESERVED)
-    n_user = t_name & (word_kind == 0)
+    n_kw = c.t_name & (word_kind == LT.WORD_KIND_KEYWORD)
+    n_unsup = c.t_name & (word_kind == LT.WORD_KIND_UNSUPPORTED)
+    n_reserved = c.t_name & (word_kind == LT.WORD_KIND_RESERVED)
+    n_user = c.t_name & (word_kind == 0)
+    return _Words(word_kind, word_val, n_kw, n_unsup, n_reserved, n_user)
 
-    # ---- operators
-    o_len = jnp.minimum(tok_len, 3)
-    bb0 = jnp.clip(b, 0, 127)
-    bb1 = jnp.clip(b_next, 0, 127)
+
+class _Ops(NamedTuple):
+    """Each operator (at its start)."""
+
+    op_kind: object  # Int32[N]  its Tok, 0 for none of the language's
+    op_err: object  # Int32[N]  (where op_kind is 0) its error: code * 64 + detail
+
+
+def _operators(x: _Bytes, c: _Kinds) -> _Ops:
+    """Look operators up by their first one or two bytes and length (at most 3)."""
+    o_len = jnp.minimum(c.tok_len, 3)
+    bb0 = jnp.clip(x.b, 0, 127)
+    bb1 = jnp.clip(x.b_next, 0, 127)
     op_kind = jnp.where(
         o_len == 1,
         _c(LT.OP_KIND1)[bb0],
@@ -352,8 +524,26 @@ def _lex_one(src, length, tables, limits: Limits):
         _c(LT.OP_ERR1)[bb0],
         jnp.where(o_len == 2, _c(LT.OP_ERR2)[bb0 * 128 + bb1], _c(LT.OP_ERR3)[bb0]),
     )
+    return _Ops(op_kind, op_err)
 
-    # ---- strings (errors): where tokenize's STRING starts and how it ends
+
+class _StrEnds(NamedTuple):
+    """How a string starting at each quote would end (strings are errors)."""
+
+    nl_next: object  # Int32[N]  the '\n' ending this byte's line (or n)
+    tri: object  # Bool[N]  a triple quote
+    closed: object  # Bool[N]  its closing (single) quote is on its line
+    tri_close: object  # Int32[N]  the next closing triple quote (_BIG when none)
+    cont: object  # Bool[N]  its line ends in an unescaped backslash
+    stop: object  # Int32[N]  the line start a continued string stops at (_BIG: EOF)
+    stop_has: object  # Bool[N]  that line holds the closing quote
+
+
+def _string_ends(x: _Bytes, ln: _Lines) -> _StrEnds:
+    """Find where tokenize's STRING from each quote ends: the next unescaped quote (an
+    odd run of backslashes escapes), the next triple quote, or the lines it continues
+    over."""
+    b, b_next, b_next2, idx, valid, n = x.b, x.b_next, x.b_next2, x.idx, x.valid, x.n
     bs = valid & (b == ord("\\"))
     lnb = _cummax(jnp.where(bs, -1, idx))  # last non-backslash at or before i
     escaped = _shift_right(((idx - lnb) % 2) == 1, False)  # odd backslash run before i
@@ -364,7 +554,7 @@ def _lex_one(src, length, tables, limits: Limits):
     nxt_uq_d = _rcummin(jnp.where(uq_d, idx, _BIG))
     nxt_tri_s = _rcummin(jnp.where(uq_s & (b_next == sq) & (b_next2 == sq), idx, _BIG))
     nxt_tri_d = _rcummin(jnp.where(uq_d & (b_next == dq) & (b_next2 == dq), idx, _BIG))
-    nl_next = _rcummin(jnp.where(is_nl | ~valid, idx, n))  # the '\n' ending i's line (or n)
+    nl_next = _rcummin(jnp.where(ln.is_nl | ~valid, idx, n))  # the '\n' ending i's line (or n)
     is_sq = b == sq
     tri = (b_next == b) & (b_next2 == b)
     close1 = jnp.where(is_sq, gather(nxt_uq_s, idx + 1, _BIG), gather(nxt_uq_d, idx + 1, _BIG))
@@ -385,12 +575,28 @@ def _lex_one(src, length, tables, limits: Limits):
     )
     has_s = nxt_uq_s < ln_end
     has_d = nxt_uq_d < ln_end
-    stop_s = _rcummin(jnp.where(is_ls & (has_s | ~raw_bsl), idx, _BIG))
-    stop_d = _rcummin(jnp.where(is_ls & (has_d | ~raw_bsl), idx, _BIG))
+    stop_s = _rcummin(jnp.where(ln.is_ls & (has_s | ~raw_bsl), idx, _BIG))
+    stop_d = _rcummin(jnp.where(ln.is_ls & (has_d | ~raw_bsl), idx, _BIG))
     stop = jnp.where(is_sq, gather(stop_s, e_nl + 1, _BIG), gather(stop_d, e_nl + 1, _BIG))
     stop_has = jnp.where(is_sq, gather(has_s, stop, False), gather(has_d, stop, False))
-    prev_s = gather(tok_start, idx - 1, 0)
-    prev_name = (idx > 0) & gather(t_name, prev_s, False) & (gather(tok_end, prev_s, 0) == idx)
+    return _StrEnds(nl_next, tri, closed, tri_close, cont, stop, stop_has)
+
+
+class _Str(NamedTuple):
+    """The error of a string starting at each quote."""
+
+    str_at: object  # Int32[N]  where the STRING starts (at its prefix, if any)
+    str_err: object  # Int32[N]  its error: code * 64 + detail
+
+
+def _string_errors(x: _Bytes, tok: _Toks, c: _Kinds, se: _StrEnds) -> _Str:
+    """Give each string its error and its start: a name of one or two prefix letters
+    (r u f b, br rb fr rf) just before the quote belongs to it."""
+    b, idx = x.b, x.idx
+    prev_s = gather(tok.tok_start, idx - 1, 0)
+    prev_name = (
+        (idx > 0) & gather(c.t_name, prev_s, False) & (gather(tok.tok_end, prev_s, 0) == idx)
+    )
     plen = idx - prev_s
     pc0 = gather(b, prev_s, 0) | 0x20
     pc1 = gather(b, prev_s + 1, 0) | 0x20
@@ -399,95 +605,146 @@ def _lex_one(src, length, tables, limits: Limits):
         (pc0 == ord("r")) & ((pc1 == ord("b")) | (pc1 == ord("f")))
     )
     has_prefix = prev_name & (((plen == 1) & one) | ((plen == 2) & two))
-    single_cont = ~tri & ~closed & cont
-    str_at = jnp.where(has_prefix & (tri | closed | cont), prev_s, idx)
+    single_cont = ~se.tri & ~se.closed & se.cont
+    str_at = jnp.where(has_prefix & (se.tri | se.closed | se.cont), prev_s, idx)
     E_STR = Code.UNSUPPORTED * 64 + Unsupported.STRING
     E_EOFM = Code.SYNTAX * 64 + Syntax.EOF_IN_MULTILINE
     str_err = jnp.where(
-        tri,
-        jnp.where(tri_close < _BIG, E_STR, E_EOFM),
+        se.tri,
+        jnp.where(se.tri_close < _BIG, E_STR, E_EOFM),
         jnp.where(
             single_cont,
             jnp.where(
-                stop >= _BIG,
+                se.stop >= _BIG,
                 E_EOFM,
-                jnp.where(stop_has, E_STR, Code.SYNTAX * 64 + Syntax.INVALID_CHARACTER),
+                jnp.where(se.stop_has, E_STR, Code.SYNTAX * 64 + Syntax.INVALID_CHARACTER),
             ),
             E_STR,
         ),
     )
+    return _Str(str_at, str_err)
 
-    # ---- per-byte token kinds and values (for emitted tokens)
-    nl_kind = jnp.where((paren_before > 0) | line_blank_stmt, Tok.NL, Tok.NEWLINE)
-    kind = jnp.where(t_name, jnp.where(n_kw, word_val, Tok.NAME), 0)
-    kind = jnp.where(t_num, Tok.NUMBER, kind)
-    kind = jnp.where(t_comment, Tok.COMMENT, kind)
-    kind = jnp.where(t_newline, nl_kind, kind)
-    kind = jnp.where(t_op, op_kind, kind)
-    emit = (kind > 0) & is_start
-    real_end = jnp.where(t_num, m_end, tok_end)
-    value = jnp.where(t_num, num_value, jnp.where(n_reserved, word_val, 0))
 
-    # ---- token-level errors (at their event byte): code * 64 + detail, 0 = none
+class _Emit(NamedTuple):
+    """The token each token start emits (if no error comes first)."""
+
+    kind: object  # Int32[N]  its Tok, 0 for none
+    emit: object  # Bool[N]  a token of the output starts here
+    real_end: object  # Int32[N]  one past its end (a NUMBER's own end)
+    value: object  # Int32[N]  a NUMBER's value, a reserved name's value, else 0
+
+
+def _token_kinds(tok: _Toks, d: _Dfa, c: _Kinds, st: _Stmts, num: _Num, w: _Words, ops: _Ops):
+    """Choose each token's kind and value; a line break is NL inside brackets and on a
+    blank line, NEWLINE elsewhere."""
+    nl_kind = jnp.where((st.paren_before > 0) | st.line_blank_stmt, Tok.NL, Tok.NEWLINE)
+    kind = jnp.where(c.t_name, jnp.where(w.n_kw, w.word_val, Tok.NAME), 0)
+    kind = jnp.where(d.t_num, Tok.NUMBER, kind)
+    kind = jnp.where(c.t_comment, Tok.COMMENT, kind)
+    kind = jnp.where(c.t_newline, nl_kind, kind)
+    kind = jnp.where(c.t_op, ops.op_kind, kind)
+    emit = (kind > 0) & tok.is_start
+    real_end = jnp.where(d.t_num, d.m_end, tok.tok_end)
+    value = jnp.where(d.t_num, num.num_value, jnp.where(w.n_reserved, w.word_val, 0))
+    return _Emit(kind, emit, real_end, value)
+
+
+class _TokErr(NamedTuple):
+    """Errors of single tokens: code * 64 + detail at the token's start, 0 = none."""
+
+    err: object  # Int32[N]  the token's error
+    num_err: object  # Int32[N]  (at a number start) the NUMBER's own error
+    emit: object  # Bool[N]  _Emit.emit less the tokens in error
+    key_tok: object  # Int32[N]  the error's key 4 * byte + 2 (_BIG when none)
+
+
+def _number_errors(d: _Dfa, num: _Num):
+    """A NUMBER's own error (at its start): imaginary and float literals, and ints too
+    long or too large."""
+    # CPython refuses to convert a decimal literal of more significant digits than this
+    too_long_dec = (num.base_ix == 0) & (num.sig > INT_MAX_STR_DIGITS)
+    return jnp.where(
+        d.n_imag,
+        Code.UNSUPPORTED * 64 + Unsupported.IMAGINARY,
+        jnp.where(
+            d.n_float,
+            Code.UNSUPPORTED * 64 + Unsupported.FLOAT,
+            jnp.where(
+                too_long_dec,
+                Code.SYNTAX * 64 + Syntax.INT_MAX_STR_DIGITS,
+                jnp.where(num.too_big, Code.LIMIT * 64 + Limit.INT_LITERAL, 0),
+            ),
+        ),
+    )
+
+
+def _token_errors(
+    x: _Bytes, d: _Dfa, c: _Kinds, st: _Stmts, num: _Num, w: _Words, ops: _Ops, emit
+) -> _TokErr:
+    """Find each token's own error: bytes outside the language, operators outside it,
+    too many brackets, dots, unsupported keywords, and the NUMBERs' own errors."""
+    b, idx, N = x.b, x.idx, x.N
     E_INVCH = Code.SYNTAX * 64 + Syntax.INVALID_CHARACTER
     err = jnp.zeros(N, I32)
     # a printable ASCII byte outside the language (`$ ? \``) is CPython's "invalid syntax";
     # a control character its "invalid non-printable character"
     printable = (b >= ord("!")) & (b <= ord("~"))
-    err = jnp.where(t_bad | t_bsl_bad, E_INVCH, err)
-    err = jnp.where(t_bad & printable, Code.SYNTAX * 64 + Syntax.INVALID, err)
-    err = jnp.where(t_op & (op_kind == 0), op_err, err)
+    err = jnp.where(c.t_bad | c.t_bsl_bad, E_INVCH, err)
+    err = jnp.where(c.t_bad & printable, Code.SYNTAX * 64 + Syntax.INVALID, err)
+    err = jnp.where(c.t_op & (ops.op_kind == 0), ops.op_err, err)
     # CPython's tokenizer holds at most MAX_PAREN_LEVEL brackets open (before it looks
     # at which bracket it is)
     err = jnp.where(
-        opens & (paren_before >= MAX_PAREN_LEVEL), Code.SYNTAX * 64 + Syntax.TOO_MANY_PARENS, err
+        st.opens & (st.paren_before >= MAX_PAREN_LEVEL),
+        Code.SYNTAX * 64 + Syntax.TOO_MANY_PARENS,
+        err,
     )
     dot_detail = jnp.where(
-        im_last[last] >= idx,
+        d.im_last[d.last] >= idx,
         Unsupported.IMAGINARY,
         jnp.where(
-            fa_last[last] >= idx,
+            d.fa_last[d.last] >= idx,
             Unsupported.FLOAT,
             jnp.where(
-                (b_next == ord(".")) & (b_next2 == ord(".")),
+                (x.b_next == ord(".")) & (x.b_next2 == ord(".")),
                 Unsupported.ELLIPSIS,
                 Unsupported.ATTRIBUTE,
             ),
         ),
     )
-    err = jnp.where(t_dot, Code.UNSUPPORTED * 64 + dot_detail, err)
-    err = jnp.where(n_unsup, Code.UNSUPPORTED * 64 + Unsupported.KEYWORD, err)
-    # CPython refuses to convert a decimal literal of more significant digits than this
-    too_long_dec = (base_ix == 0) & (sig > INT_MAX_STR_DIGITS)
-    num_err = jnp.where(
-        n_imag,
-        Code.UNSUPPORTED * 64 + Unsupported.IMAGINARY,
-        jnp.where(
-            n_float,
-            Code.UNSUPPORTED * 64 + Unsupported.FLOAT,
-            jnp.where(
-                too_long_dec,
-                Code.SYNTAX * 64 + Syntax.INT_MAX_STR_DIGITS,
-                jnp.where(too_big, Code.LIMIT * 64 + Limit.INT_LITERAL, 0),
-            ),
-        ),
-    )
-    err = jnp.where(t_num, num_err, err)
+    err = jnp.where(c.t_dot, Code.UNSUPPORTED * 64 + dot_detail, err)
+    err = jnp.where(w.n_unsup, Code.UNSUPPORTED * 64 + Unsupported.KEYWORD, err)
+    num_err = _number_errors(d, num)
+    err = jnp.where(d.t_num, num_err, err)
     emit = emit & (err == 0)
     # error keys: 4*byte + 0 line-level, + 2 token-level (a number glued to a word: +2
     # at the word's byte, losing ties to that word's own error)
     key_tok = jnp.where(err != 0, 4 * idx + 2, _BIG)
-    nxt_name = gather(t_name & (word_kind != LT.WORD_KIND_KEYWORD), m_end, False)
+    return _TokErr(err, num_err, emit, key_tok)
+
+
+class _Glue(NamedTuple):
+    """NUMBERs glued to what follows them (errors)."""
+
+    gl_dec: object  # Bool[N]  the error is CPython's "leading zeros" one
+    key_gl: object  # Int32[N]  the error's key 4 * m_end + 2 (_BIG when none)
+
+
+def _glued_numbers(x: _Bytes, d: _Dfa, c: _Kinds, num: _Num, w: _Words, num_err) -> _Glue:
+    """Find NUMBERs glued to a digit, a name or a keyword that may not follow one, and
+    which of them CPython reports as leading zeros."""
+    b, idx, valid, N, m_end = x.b, x.idx, x.valid, x.N, d.m_end
+    nxt_name = gather(c.t_name & (w.word_kind != LT.WORD_KIND_KEYWORD), m_end, False)
     # a keyword glued to a number: CPython lets only these follow one (`1if`), and reads
     # `0or` as the octal prefix `0o`
-    kw_kind = jnp.where(n_kw, word_val, 0)
+    kw_kind = jnp.where(w.n_kw, w.word_val, 0)
     after_ok = functools.reduce(
-        jnp.logical_or, [kw_kind == k for k in KEYWORDS_AFTER_NUMBER], jnp.zeros_like(n_kw)
+        jnp.logical_or, [kw_kind == k for k in KEYWORDS_AFTER_NUMBER], jnp.zeros_like(w.n_kw)
     )
-    nxt_kw = gather(n_kw & ~after_ok, m_end, False) | (
+    nxt_kw = gather(w.n_kw & ~after_ok, m_end, False) | (
         (m_end == idx + 1) & (b == ord("0")) & gather(kw_kind == Tok.KW_OR, m_end, False)
     )
-    gl = t_num & (num_err == 0) & ~n_imag & ~n_float & (nxt_digit | nxt_name | nxt_kw)
+    gl = d.t_num & (num_err == 0) & ~d.n_imag & ~d.n_float & (num.nxt_digit | nxt_name | nxt_kw)
     # CPython's "leading zeros in decimal integer literals" (`007`, `0_7`, `01x`): a number
     # of zeros, then `_`? [1-9], a run of digits and single `_` not followed by `_ . e j`
     is_dig = (b >= ord("0")) & (b <= ord("9"))
@@ -511,31 +768,81 @@ def _lex_one(src, length, tables, limits: Limits):
     only_zeros = (b == ord("0")) & (gather(zeros_to, idx + 1, _BIG) >= m_end)
     gl_dec = gl & only_zeros & gather(tail_ok, m_end, False)
     key_gl = jnp.where(gl, 4 * m_end + 2, _BIG)
-    key_str = jnp.where(t_quote, 4 * str_at + 2, _BIG)
+    return _Glue(gl_dec, key_gl)
 
-    # ---- EOF
-    n_nl_total = jnp.sum(is_nl.astype(I32))
+
+class _Eof(NamedTuple):
+    """What the end of the file emits."""
+
+    n_nl_total: object  # newlines in the file
+    ls_last: object  # the first byte of the last line
+    ws_only_break: object  # the last line, unterminated, holds only [ \t\f]
+    l_end: object  # the line of ENDMARKER
+    eof_nl: object  # an NL '' for an unterminated last comment line
+    eof_newline: object  # a NEWLINE '' for an unterminated last line
+    eof_err: object  # EOF inside brackets or a continuation (an error)
+    last_len: object  # the last line's length
+    eof_count: object  # the tokens after the last byte: [NL] [NEWLINE] DEDENT* ENDMARKER
+
+
+def _eof(x: _Bytes, tok: _Toks, ln: _Lines, st: _Stmts, ind: _Indent) -> _Eof:
+    """Work out the tokens at EOF from how the last line ends (tokenize adds a NEWLINE
+    to an unterminated line), and whether the file ends inside brackets or a
+    continuation."""
+    b, n = x.b, x.n
+    n_nl_total = jnp.sum(ln.is_nl.astype(I32))
     last_b_file = gather(b, n - 1, ord("\n"))
     partial = (n > 0) & (last_b_file != ord("\n"))
-    ls_last = gather(line_start, n - 1, 0)
-    last_stmt_mode = gather(is_stmt_mode, ls_last, False)
-    last_pos = gather(pos, ls_last, n)
+    ls_last = gather(ln.line_start, n - 1, 0)
+    last_stmt_mode = gather(st.is_stmt_mode, ls_last, False)
+    last_pos = gather(st.pos, ls_last, n)
     ws_only_break = partial & last_stmt_mode & (last_pos >= n)
     l_end = n_nl_total + 1 + (partial & ~ws_only_break).astype(I32)
-    strip_ws = ws3 | (b == 0x0B) | ((b >= 0x1C) & (b <= 0x1F)) | (b == ord("\r"))
-    first_nonstrip = _rcummin(jnp.where(strip_ws & valid, _BIG, idx))
+    strip_ws = st.ws3 | (b == 0x0B) | ((b >= 0x1C) & (b <= 0x1F)) | (b == ord("\r"))
+    first_nonstrip = _rcummin(jnp.where(strip_ws & x.valid, _BIG, x.idx))
     last_is_comment = gather(b, gather(first_nonstrip, ls_last, _BIG), 0) == ord("#")
     eof_nl = partial & last_stmt_mode & (gather(b, last_pos, 0) == ord("#"))
     eof_newline = partial & ~ws_only_break & (last_b_file != ord("\r")) & ~last_is_comment
-    ends_cont = (n > 0) & (last_b_file == ord("\n")) & gather(first_cls == C.BSL, n - 1, False)
-    eof_err = (paren_final != 0) | ends_cont
+    ends_cont = (n > 0) & (last_b_file == ord("\n")) & gather(tok.first_cls == C.BSL, n - 1, False)
+    eof_err = (st.paren_final != 0) | ends_cont
     last_len = n - ls_last
-    eof_count = eof_nl.astype(I32) + eof_newline.astype(I32) + depth_final + 1
+    eof_count = eof_nl.astype(I32) + eof_newline.astype(I32) + ind.depth_final + 1
+    return _Eof(
+        n_nl_total,
+        ls_last,
+        ws_only_break,
+        l_end,
+        eof_nl,
+        eof_newline,
+        eof_err,
+        last_len,
+        eof_count,
+    )
 
-    # ---- the first error
-    k_err_key = jnp.where(k_ok & (k_bad_dedent | k_too_deep | k_too_many), 4 * k_pos + 0, _BIG)
-    keys = [jnp.min(key_tok), jnp.min(key_str), jnp.min(key_gl), jnp.min(k_err_key)]
-    keys.append(jnp.where(eof_err, 4 * n + 0, _BIG))
+
+class _First(NamedTuple):
+    """The first error of the program (before the global checks)."""
+
+    e_key: object  # its key 4 * byte + kind (_BIG when none)
+    which: object  # 0 token, 1 string, 2 glued number, 3 indentation, 4 EOF, 5 NUL, -1 none
+    has_err: object  # there is one
+    i_tok: object  # the first token error's byte
+    i_str: object  # the first string error's byte
+    i_gl: object  # the first glued number's byte
+    i_k: object  # the first indentation error's statement line
+    nul_ls: object  # the start of the line of the first NUL byte
+
+
+def _first_error(
+    x: _Bytes, ln: _Lines, ind: _Indent, te: _TokErr, key_str, g: _Glue, eof: _Eof
+) -> _First:
+    """Pick the first error by its key (a min of each kind's keys, ties broken by kind),
+    and where each kind's first one is."""
+    k_err_key = jnp.where(
+        ind.k_ok & (ind.k_bad_dedent | ind.k_too_deep | ind.k_too_many), 4 * ind.k_pos + 0, _BIG
+    )
+    keys = [jnp.min(te.key_tok), jnp.min(key_str), jnp.min(g.key_gl), jnp.min(k_err_key)]
+    keys.append(jnp.where(eof.eof_err, 4 * x.n + 0, _BIG))
     # ties: token error < string < glued number (strings and glued words share bytes)
     e_key = _c(_BIG, I32)
     which = _c(-1, I32)
@@ -545,29 +852,35 @@ def _lex_one(src, length, tables, limits: Limits):
         which = jnp.where(better, j, which)
     # kind 5, a NUL byte: `python FILE` stops when it reads the line holding the first
     # one, before that line's tokens and their errors (so it wins ties there)
-    is_nul = valid & (b == 0)
-    nul_ls = line_start[jnp.argmax(is_nul)]
+    is_nul = x.valid & (x.b == 0)
+    nul_ls = ln.line_start[jnp.argmax(is_nul)]
     nul_key = jnp.where(jnp.any(is_nul), 4 * nul_ls + 0, _BIG)
     take_nul = (nul_key < _BIG) & (nul_key <= e_key)
     e_key = jnp.where(take_nul, nul_key, e_key)
     which = jnp.where(take_nul, 5, which)
     has_err = e_key < _BIG
-    i_tok = jnp.argmin(key_tok)
+    i_tok = jnp.argmin(te.key_tok)
     i_str = jnp.argmin(key_str)
-    i_gl = jnp.argmin(key_gl)
+    i_gl = jnp.argmin(g.key_gl)
     i_k = jnp.argmin(k_err_key)
-    e_code_d = jnp.select(
+    return _First(e_key, which, has_err, i_tok, i_str, i_gl, i_k, nul_ls)
+
+
+def _error_code(fe: _First, te: _TokErr, s: _Str, g: _Glue, ind: _Indent):
+    """The first error's code * 64 + detail, from the kind that holds it."""
+    which, i_k, gl_dec = fe.which, fe.i_k, g.gl_dec
+    return jnp.select(
         [which == 0, which == 1, which == 2, which == 3, which == 4, which == 5],
         [
-            err[i_tok],
-            str_err[i_str],
+            te.err[fe.i_tok],
+            s.str_err[fe.i_str],
             Code.SYNTAX * 64
-            + jnp.where(gl_dec[i_gl], Syntax.INVALID_DECIMAL, Syntax.INVALID_NUMBER).astype(I32),
+            + jnp.where(gl_dec[fe.i_gl], Syntax.INVALID_DECIMAL, Syntax.INVALID_NUMBER).astype(I32),
             jnp.where(
-                k_bad_dedent[i_k],
+                ind.k_bad_dedent[i_k],
                 Code.INDENTATION * 64 + Syntax.UNINDENT_MISMATCH,
                 jnp.where(
-                    k_too_many[i_k],
+                    ind.k_too_many[i_k],
                     Code.INDENTATION * 64 + Syntax.TOO_DEEP,
                     Code.LIMIT * 64 + Limit.INDENT_DEPTH,
                 ),
@@ -577,50 +890,87 @@ def _lex_one(src, length, tables, limits: Limits):
         ],
         0,
     )
-    i_k_pos = k_pos[i_k]
-    k_end = gather(nl_next, i_k_pos, 0)
-    line_len = k_end - k_ls[i_k] - (gather(b, k_end - 1, 0) == ord("\r")).astype(I32)
+
+
+def _error_position(
+    x: _Bytes, ln: _Lines, ind: _Indent, se: _StrEnds, s: _Str, fe: _First, eof: _Eof
+):
+    """The first error's line and column: at its byte, but at ENDMARKER's line for EOF
+    and after the line's last byte for an unindent."""
+    which, i_k = fe.which, fe.i_k
+    i_k_pos = ind.k_pos[i_k]
+    k_end = gather(se.nl_next, i_k_pos, 0)
+    line_len = k_end - ind.k_ls[i_k] - (gather(x.b, k_end - 1, 0) == ord("\r")).astype(I32)
     e_byte = jnp.select(
         [which == 0, which == 1, which == 2, which == 3, which == 5],
-        [i_tok, str_at[i_str], i_gl, i_k_pos, nul_ls],
+        [fe.i_tok, s.str_at[fe.i_str], fe.i_gl, i_k_pos, fe.nul_ls],
         0,
     )
-    e_line = jnp.where(which == 4, l_end, gather(line_no, e_byte, 0))
+    e_line = jnp.where(which == 4, eof.l_end, gather(ln.line_no, e_byte, 0))
     e_col = jnp.select(
         [which == 3, which == 4, which == 5],
         [
             # CPython's compile() puts an unindent's caret after the line's last byte
             # (tokenize: before the first non-blank one)
-            jnp.where(k_bad_dedent[i_k], line_len, 0),
+            jnp.where(ind.k_bad_dedent[i_k], line_len, 0),
             0,
             0,
         ],
-        gather(col, e_byte, 0),
+        gather(ln.col, e_byte, 0),
     )
+    return e_line, e_col
 
-    # ---- token order: events keyed 4*byte + 1 (line tokens) and + 2 (a token)
+
+class _Count(NamedTuple):
+    """How many tokens come out, and where each byte's go."""
+
+    base: object  # Int32[N]  the output slot of the byte's first token
+    total_bytes: object  # the tokens of all bytes (without EOF's)
+    n_emit: object  # the tokens emitted before the error (or all, with EOF's)
+    over: object  # more tokens than the limit T (an error)
+
+
+def _token_count(x: _Bytes, ind: _Indent, emit, fe: _First, eof: _Eof, T: int) -> _Count:
+    """Number the tokens in order (events keyed 4*byte + 1 for line tokens, + 2 for a
+    token): a prefix sum of the tokens per byte, cut at the first error."""
+    cnt_line = ind.cnt_line
     cnt_tok = emit.astype(I32)
     per_byte = cnt_line + cnt_tok
     base = jnp.cumsum(per_byte) - per_byte
     total_bytes = jnp.sum(per_byte)
     # tokens strictly before the error event
-    eb = e_key // 4
-    esub = e_key % 4
+    eb = fe.e_key // 4
+    esub = fe.e_key % 4
     before_err = jnp.where(
-        e_key >= 4 * n,
+        fe.e_key >= 4 * x.n,
         total_bytes,
         gather(base, eb, 0) + jnp.where(esub >= 2, gather(cnt_line, eb, 0), 0),
     )
-    n_emit = jnp.where(has_err, before_err, total_bytes + eof_count)
+    n_emit = jnp.where(fe.has_err, before_err, total_bytes + eof.eof_count)
     # the token limit: the first token that does not fit is the error
     # (host_lex checks the token count before the depth of an INDENT at index T)
-    depth_err = (which == 3) & ~k_bad_dedent[i_k]
-    over = (n_emit > T) | (has_err & depth_err & (n_emit >= T))
+    depth_err = (fe.which == 3) & ~ind.k_bad_dedent[fe.i_k]
+    over = (n_emit > T) | (fe.has_err & depth_err & (n_emit >= T))
+    return _Count(base, total_bytes, n_emit, over)
 
-    # ---- fill the T+1 output slots: each slot finds the event covering it
+
+class _Slots(NamedTuple):
+    """The event that covers each of the T + 1 output slots."""
+
+    TS: int  # T + 1 (static)
+    slots: object  # Int32[TS]  0 .. TS-1
+    tok_base: object  # Int32[N]  (at a token start) its slot
+    typ: object  # Int32[TS]  1 a line's INDENT / DEDENT, 2 a token, 3 EOF, 0 none
+    eid: object  # Int32[TS]  the event's statement line (1) or byte (2)
+    off: object  # Int32[TS]  the slot's offset within its event's tokens
+
+
+def _slot_events(x: _Bytes, ind: _Indent, emit, cnt: _Count, fe: _First, T: int) -> _Slots:
+    """Scatter each event to the slot of its first token; every slot then finds the
+    event covering it by a prefix max."""
     TS = T + 1
     slots = jnp.arange(TS, dtype=I32)
-    tok_base = base + cnt_line
+    tok_base = cnt.base + ind.cnt_line
     ev_type = jnp.zeros(TS, I32)
     ev_id = jnp.zeros(TS, I32)
     marker = jnp.full(TS, -1, I32)
@@ -632,63 +982,74 @@ def _lex_one(src, length, tables, limits: Limits):
         marker = marker.at[tgt].set(bases, mode="drop")
         return ev_type, ev_id, marker
 
-    k_base = gather(base, k_pos, 0)
-    ev_type, ev_id, marker = put(ev_type, ev_id, marker, k_base, k_ok & (k_count > 0), 1, kk)
-    ev_type, ev_id, marker = put(ev_type, ev_id, marker, tok_base, emit, 2, idx)
-    ev_type, ev_id, marker = put(
-        ev_type, ev_id, marker, total_bytes[None], ~has_err[None], 3, jnp.zeros(1, I32)
-    )
+    k_base = gather(cnt.base, ind.k_pos, 0)
+    ev = (ev_type, ev_id, marker)
+    ev = put(*ev, k_base, ind.k_ok & (ind.k_count > 0), 1, ind.kk)
+    ev = put(*ev, tok_base, emit, 2, x.idx)
+    ev = put(*ev, cnt.total_bytes[None], ~fe.has_err[None], 3, jnp.zeros(1, I32))
+    ev_type, ev_id, marker = ev
     cover = _cummax(marker)
     typ = jnp.where(cover >= 0, ev_type[jnp.maximum(cover, 0)], 0)
     eid = ev_id[jnp.maximum(cover, 0)]
     off = slots - cover
+    return _Slots(TS, slots, tok_base, typ, eid, off)
 
-    # line events
-    kid = jnp.clip(eid, 0, K - 1)
-    l_ind = k_indent[kid]
-    l_line = k_line[kid]
-    l_pos = k_pos[kid]
-    l_pcol = l_pos - k_ls[kid]
-    line_ev = _Ev(
+
+def _line_events(ind: _Indent, sl: _Slots, K: int) -> _Ev:
+    """The INDENT (at the line's start) or DEDENTs (at its first token) of a slot's
+    statement line."""
+    kid = jnp.clip(sl.eid, 0, K - 1)
+    l_ind = ind.k_indent[kid]
+    l_line = ind.k_line[kid]
+    l_pos = ind.k_pos[kid]
+    l_pcol = l_pos - ind.k_ls[kid]
+    return _Ev(
         kind=jnp.where(l_ind, Tok.INDENT, Tok.DEDENT),
-        start=jnp.where(l_ind, k_ls[kid], l_pos),
+        start=jnp.where(l_ind, ind.k_ls[kid], l_pos),
         end=l_pos,
         line=l_line,
         col=jnp.where(l_ind, 0, l_pcol),
         end_line=l_line,
         end_col=l_pcol,
-        value=jnp.zeros(TS, I32),
+        value=jnp.zeros(sl.TS, I32),
     )
-    # token events
-    tid = jnp.clip(eid, 0, N - 1)
+
+
+def _token_events(ln: _Lines, em: _Emit, tid) -> _Ev:
+    """The token at byte tid of each slot."""
     t_s = tid
-    t_e = real_end[tid]
-    t_line = line_no[tid]
-    t_col = col[tid]
-    tok_ev = _Ev(
-        kind=kind[tid],
+    t_e = em.real_end[tid]
+    t_line = ln.line_no[tid]
+    t_col = ln.col[tid]
+    return _Ev(
+        kind=em.kind[tid],
         start=t_s,
         end=t_e,
         line=t_line,
         col=t_col,
         end_line=t_line,
         end_col=t_col + t_e - t_s,
-        value=value[tid],
+        value=em.value[tid],
     )
-    # EOF events: [NL ''] [NEWLINE ''] DEDENT* ENDMARKER
-    o_nl = eof_nl.astype(I32)
-    o_nw = o_nl + eof_newline.astype(I32)
-    o_dd = o_nw + depth_final
+
+
+def _eof_events(x: _Bytes, ind: _Indent, eof: _Eof, sl: _Slots) -> _Ev:
+    """The EOF tokens of each slot: [NL ''] [NEWLINE ''] DEDENT* ENDMARKER."""
+    off, n = sl.off, x.n
+    o_nl = eof.eof_nl.astype(I32)
+    o_nw = o_nl + eof.eof_newline.astype(I32)
+    o_dd = o_nw + ind.depth_final
     e_kind = jnp.where(
         off < o_nl,
         Tok.NL,
         jnp.where(off < o_nw, Tok.NEWLINE, jnp.where(off < o_dd, Tok.DEDENT, Tok.ENDMARKER)),
     )
     at_last = off < o_nw
-    last_line_no = n_nl_total + 1
+    last_line_no = eof.n_nl_total + 1
     # host_lex's byte offset of (l_end, 0): the start of that line when it exists
-    eof_at = jnp.where(ws_only_break, ls_last, n)
-    eof_ev = _Ev(
+    eof_at = jnp.where(eof.ws_only_break, eof.ls_last, n)
+    l_end, last_len = eof.l_end, eof.last_len
+    return _Ev(
         kind=e_kind,
         start=jnp.where(at_last, n, eof_at),
         end=jnp.where(at_last, n, eof_at),
@@ -696,12 +1057,26 @@ def _lex_one(src, length, tables, limits: Limits):
         col=jnp.where(at_last, last_len, 0),
         end_line=jnp.where(at_last, last_line_no, l_end),
         end_col=jnp.where(at_last, last_len + jnp.where(off >= o_nl, 1, 0), 0),
-        value=jnp.zeros(TS, I32),
+        value=jnp.zeros(sl.TS, I32),
     )
-    live = slots < n_emit
+
+
+class _Out(NamedTuple):
+    """The filled output slots."""
+
+    live: object  # Bool[TS]  the slot holds a token
+    ev: _Ev  # Int32[TS] each  the tokens' fields (0 past the last)
+    over_line: object  # the line of token T (where the token limit's error goes)
+    over_col: object  # its column
+    n_tokens: object  # the tokens kept (at most T)
+
+
+def _merge_events(sl: _Slots, n_emit, line_ev: _Ev, tok_ev: _Ev, eof_ev: _Ev, T: int) -> _Out:
+    """Fill each slot from the kind of event that covers it."""
+    live = sl.slots < n_emit
     fields = []
     for f_line, f_tok, f_eof in zip(line_ev, tok_ev, eof_ev, strict=True):
-        v = jnp.where(typ == 1, f_line, jnp.where(typ == 2, f_tok, f_eof))
+        v = jnp.where(sl.typ == 1, f_line, jnp.where(sl.typ == 2, f_tok, f_eof))
         fields.append(jnp.where(live, v, 0).astype(I32))
     out = _Ev(*fields)
 
@@ -709,43 +1084,61 @@ def _lex_one(src, length, tables, limits: Limits):
     over_line = out.line[T]
     over_col = out.col[T]
     n_tokens = jnp.minimum(n_emit, T)
+    return _Out(live, out, over_line, over_col, n_tokens)
 
-    # ---- interning user names (values of NAME tokens in the first T slots)
+
+def _name_values(x: _Bytes, tok: _Toks, c: _Kinds, w: _Words, sl: _Slots, o: _Out, tid, T, tables):
+    """The values of the output slots, with user names interned."""
     value_out = _intern(
-        out,
-        typ,
-        eid,
-        b,
-        idx,
-        is_start,
-        t_name & n_user,
-        tok_start,
-        tok_end,
-        tok_base,
-        N,
+        o.ev,
+        sl.typ,
+        sl.eid,
+        x.b,
+        x.idx,
+        tok.is_start,
+        c.t_name & w.n_user,
+        tok.tok_start,
+        tok.tok_end,
+        sl.tok_base,
+        x.N,
         T,
         tables[3:],
     )
-    value_out = jnp.where(live & (typ == 2) & n_user[tid], value_out, out.value)
+    return jnp.where(o.live & (sl.typ == 2) & w.n_user[tid], value_out, o.ev.value)
 
-    # ---- error, with the global checks first
-    non_ascii = valid & (src.astype(I32) >= 0x80)
+
+class _ErrAt(NamedTuple):
+    """The first error, before the global checks."""
+
+    code_d: object  # code * 64 + detail (0 = none)
+    line: object
+    col: object
+
+
+def _finish(
+    src, x: _Bytes, ln: _Lines, cnt: _Count, sl: _Slots, o: _Out, value_out, has_err, e: _ErrAt, T
+):
+    """Put the global checks first (the source too long, a non-ASCII byte, then the
+    token limit) and cut the slots to T tokens."""
+    N = x.N
+    non_ascii = x.valid & (src.astype(I32) >= 0x80)
     na_any = jnp.any(non_ascii)
     na_i = jnp.argmax(non_ascii)
-    too_long = length > N
-    code_d = jnp.where(over, Code.LIMIT * 64 + Limit.TOKENS, jnp.where(has_err, e_code_d, 0))
-    e_line = jnp.where(over & (n_emit > T), over_line, e_line)
-    e_col = jnp.where(over & (n_emit > T), over_col, e_col)
+    too_long = x.length > N
+    over, n_emit = cnt.over, cnt.n_emit
+    code_d = jnp.where(over, Code.LIMIT * 64 + Limit.TOKENS, jnp.where(has_err, e.code_d, 0))
+    e_line = jnp.where(over & (n_emit > T), o.over_line, e.line)
+    e_col = jnp.where(over & (n_emit > T), o.over_col, e.col)
     code_d = jnp.where(na_any, Code.UNSUPPORTED * 64 + Unsupported.NON_ASCII, code_d)
-    e_line = jnp.where(na_any, line_no[na_i], e_line)
-    e_col = jnp.where(na_any, col[na_i], e_col)
+    e_line = jnp.where(na_any, ln.line_no[na_i], e_line)
+    e_col = jnp.where(na_any, ln.col[na_i], e_col)
     code_d = jnp.where(too_long, Code.LIMIT * 64 + Limit.SOURCE_BYTES, code_d)
     e_line = jnp.where(too_long, 1, e_line)
     e_col = jnp.where(too_long, 0, e_col)
-    n_tokens = jnp.where(na_any | too_long, 0, n_tokens)
+    n_tokens = jnp.where(na_any | too_long, 0, o.n_tokens)
 
-    keep = slots[:T] < n_tokens
-    fields = [jnp.where(keep, f[:T], 0) for f in out]
+    keep = sl.slots[:T] < n_tokens
+    fields = [jnp.where(keep, f[:T], 0) for f in o.ev]
     fields[7] = jnp.where(keep, value_out[:T], 0)
     toks = Tokens(*fields, n_tokens=n_tokens.astype(I32))
     error = Error(
@@ -755,6 +1148,43 @@ def _lex_one(src, length, tables, limits: Limits):
         detail=(code_d % 64).astype(I32),
     )
     return toks, error
+
+
+def _lex_one(src, length, tables, limits: Limits):
+    """One program's tokens and first error: the steps above, in order. Per byte: the
+    DFA's tokens, lines, token kinds, statement lines and their indentation, values,
+    each kind of error; then the first error, the token count, and the T + 1 output
+    slots filled from the events that cover them; last the global checks."""
+    T = limits.max_tokens
+    K = T + 2  # statement lines kept (each but the last ends with a NEWLINE token)
+    x = _read_bytes(src, length)
+    d = _dfa_tokens(x, tables)
+    tok = _split_numbers(x, d)
+    ln = _lines(x)
+    c = _classify(x, tok)
+    st = _statements(x, tok, ln)
+    ind = _indentation(x, ln, st, limits, K)
+    num = _number_values(x, d, tok)
+    w = _keywords(x, c)
+    ops = _operators(x, c)
+    se = _string_ends(x, ln)
+    s = _string_errors(x, tok, c, se)
+    em = _token_kinds(tok, d, c, st, num, w, ops)
+    te = _token_errors(x, d, c, st, num, w, ops, em.emit)
+    g = _glued_numbers(x, d, c, num, w, te.num_err)
+    key_str = jnp.where(c.t_quote, 4 * s.str_at + 2, _BIG)  # strings' error keys
+    eof = _eof(x, tok, ln, st, ind)
+    fe = _first_error(x, ln, ind, te, key_str, g, eof)
+    e = _ErrAt(_error_code(fe, te, s, g, ind), *_error_position(x, ln, ind, se, s, fe, eof))
+    cnt = _token_count(x, ind, te.emit, fe, eof, T)
+    sl = _slot_events(x, ind, te.emit, cnt, fe, T)
+    line_ev = _line_events(ind, sl, K)
+    tid = jnp.clip(sl.eid, 0, x.N - 1)  # each slot's token byte (the name values read it too)
+    tok_ev = _token_events(ln, em, tid)
+    eof_ev = _eof_events(x, ind, eof, sl)
+    o = _merge_events(sl, cnt.n_emit, line_ev, tok_ev, eof_ev, T)
+    value_out = _name_values(x, tok, c, w, sl, o, tid, T, tables)
+    return _finish(src, x, ln, cnt, sl, o, value_out, fe.has_err, e, T)
 
 
 class _Stack(NamedTuple):

@@ -221,8 +221,34 @@ class Scopes(NamedTuple):
     err_names: Err  # phase 3
 
 
-def resolve_names(ast, limits) -> Scopes:
-    del limits  # node-indexed throughout: no limit applies here
+class _Tree(NamedTuple):
+    """Per-node facts of the flat AST that every step of ``resolve_names`` reads (all
+    ``[n]`` unless noted)."""
+
+    n: int  # nodes (static)
+    idx: object  # node index
+    live: object  # a node of this program
+    root: object  # () the module node
+    kind: object
+    op: object
+    value: object  # names: the name's id; CONSTANT: its value
+    parent: object
+    ci: object  # child index
+    nch: object  # number of children
+    line: object
+    col: object
+    end_line: object
+    end_col: object
+    lo: object  # first node of the subtree (post-order range [lo, i])
+    preorder: object  # pre-order rank (source order of node starts)
+    child: object  # Int32[n, 3]  first three children
+    pkind: object  # the parent's kind and op
+    pop: object
+
+
+def _tree(ast) -> _Tree:
+    """The layout: subtree ranges, pre-order ranks (nodes sorted by (lo, depth)), the
+    child table, the parents' kind and op."""
     kind, op, value, parent, ci = ast.kind, ast.op, ast.value, ast.parent, ast.child_index
     n = kind.shape[0]
     idx = jnp.arange(n, dtype=I32)
@@ -235,15 +261,37 @@ def resolve_names(ast, limits) -> Scopes:
     child = child_table(parent, ci)
     pkind = gather(kind, parent, -1)
     pop = gather(op, parent, -1)
-    line, col = ast.line, ast.col
+    return _Tree(
+        n, idx, live, root, kind, op, value, parent, ci, ast.n_children, ast.line, ast.col,
+        ast.end_line, ast.end_col, lo, preorder, child, pkind, pop,
+    )  # fmt: skip
 
-    # functions: top-level defs; a second def of a name is not a function (error below)
-    is_top = live & (parent == root) & (idx != root)
+
+class _Funcs(NamedTuple):
+    """Which function each node is in (``_functions``)."""
+
+    top: object  # the top-level statement holding each node (the root: itself)
+    is_def: object  # a top-level def
+    is_dup_def: object  # ... that is a second def of its name (an error, no function)
+    is_fdef: object  # ... that is a function (the first def of its name)
+    n_funcs: object  # () functions, the module body included
+    in_def: object  # inside a top-level def, the def itself included
+    fdef: object  # def node of each node's function (root: module)
+    fn: object  # function id of each node (0: module body, -1: inside a second def)
+    is_fn: object  # a function's def node, or the root
+    fid: object  # at function nodes: the function id
+
+
+def _functions(t: _Tree) -> _Funcs:
+    """Functions: the top-level defs in source order; of several defs of a name the
+    first wins (the reference's loop over ``tree.body`` that fills ``by_name``), found by
+    sorting the defs by (name, node)."""
+    n, idx, live, root = t.n, t.idx, t.live, t.root
+    is_top = live & (t.parent == root) & (idx != root)
     top = lax.cummin(jnp.where(is_top, idx, BIG), reverse=True)
     top = jnp.where(idx == root, root, jnp.clip(top, 0, n - 1))
-    is_def = is_top & (kind == Node.FUNCTION_DEF)
-    # by name: the first def of each name wins (sort by name, then node)
-    dkey = jnp.where(is_def, value, BIG)
+    is_def = is_top & (t.kind == Node.FUNCTION_DEF)
+    dkey = jnp.where(is_def, t.value, BIG)
     sv, si = lax.sort((dkey, idx), num_keys=2)
     first_of_name = jnp.concatenate([jnp.ones((1,), bool), sv[1:] != sv[:-1]])
     dup_sorted = ~first_of_name & (sv != BIG)
@@ -256,16 +304,37 @@ def resolve_names(ast, limits) -> Scopes:
     fn = jnp.where(in_def, jnp.where(is_fdef[top], fnum[top], -1), 0)
     is_fn = is_fdef | (idx == root)
     fid = jnp.where(is_fdef, fnum, 0)
+    return _Funcs(top, is_def, is_dup_def, is_fdef, n_funcs, in_def, fdef, fn, is_fn, fid)
 
-    # loops
-    is_loop = live & ((kind == Node.WHILE) | (kind == Node.FOR))
-    loop = nearest_marked_ancestor(parent, is_loop)
-    loop_depth = sum_over_ancestors(lo, is_loop.astype(I32))
 
-    # -- phase 1: what CPython's compile() rejects after parsing -------------------------
-    # variables: PARAMs and stored NAMEs define; loads and CALLs look up. Sort by
-    # (name, function, definer first, node): each (name, function) group's first
-    # element is its first definer if it has one; a name's module group comes first.
+def _loops(t: _Tree):
+    """Loops: (is_loop, each node's innermost enclosing loop or -1 (for break and
+    continue), how many loops enclose each node (CPython's static block limit))."""
+    is_loop = t.live & ((t.kind == Node.WHILE) | (t.kind == Node.FOR))
+    loop = nearest_marked_ancestor(t.parent, is_loop)
+    loop_depth = sum_over_ancestors(t.lo, is_loop.astype(I32))
+    return is_loop, loop, loop_depth
+
+
+class _Vars(NamedTuple):
+    """Names and the variables they are (``_variables``)."""
+
+    is_param: object
+    is_store: object  # a stored NAME
+    is_load: object  # a loaded NAME
+    is_call: object
+    pos: object  # 0..n-1: positions in a sorted order
+    rep: object  # NAME/PARAM/CALL: its name's first definer in its function, or -1
+    mod_var: object  # NAME/PARAM/CALL: its name is a module-level variable
+    is_rep: object  # a variable's first definer
+
+
+def _variables(t: _Tree, fu: _Funcs) -> _Vars:
+    """Variables: PARAMs and stored NAMEs define; loads and CALLs look up. Sort by
+    (name, function, definer first, node): each (name, function) group's first element
+    is its first definer if it has one; a name's module group comes first. (The
+    reference's ``f.slots`` per function and ``module_vars``.)"""
+    n, idx, live, kind, op = t.n, t.idx, t.live, t.kind, t.op
     is_param = live & (kind == Node.PARAM)
     is_store = live & (kind == Node.NAME) & (op == Ctx.Store)
     is_load = live & (kind == Node.NAME) & (op == Ctx.Load)
@@ -274,8 +343,8 @@ def resolve_names(ast, limits) -> Scopes:
     definer = is_param | is_store
     # every def is its own scope, a second def of a name too (fn == -1): CPython checks
     # its parameters for duplicates against each other, not against the module's names
-    fkey = jnp.where(is_ref, jnp.where(in_def, fdef + 1, 0), BIG)
-    nkey = jnp.where(is_ref, value, BIG)
+    fkey = jnp.where(is_ref, jnp.where(fu.in_def, fu.fdef + 1, 0), BIG)
+    nkey = jnp.where(is_ref, t.value, BIG)
     sn, sf, sd, si = lax.sort((nkey, fkey, jnp.where(definer, 0, 1), idx), num_keys=4)
     pos = jnp.arange(n, dtype=I32)
     new_grp = jnp.concatenate([jnp.ones((1,), bool), (sn[1:] != sn[:-1]) | (sf[1:] != sf[:-1])])
@@ -288,11 +357,19 @@ def resolve_names(ast, limits) -> Scopes:
     rep = jnp.where(is_ref, rep, -1)
     mod_var = jnp.zeros((n,), bool).at[si].set(mod_def_sorted) & is_ref
     is_rep = definer & (rep == idx)
-    dup_param = is_param & (rep != idx)
+    return _Vars(is_param, is_store, is_load, is_call, pos, rep, mod_var, is_rep)
+
+
+def _compile_errors(t: _Tree, fu: _Funcs, v: _Vars, is_loop, loop, loop_depth) -> Err:
+    """Phase 1: what CPython's compile() rejects after parsing (the reference runs it):
+    a duplicate parameter first, then return / break / continue outside their construct
+    and too deeply nested loops, in source order."""
+    line, col, preorder = t.line, t.col, t.preorder
+    dup_param = v.is_param & (v.rep != t.idx)
     e_dup = [Cand(dup_param, Code.SYNTAX, Syntax.DUPLICATE_ARGUMENT, line, col, (preorder, 0))]
-    bad_return = live & (kind == Node.RETURN) & (fdef == root)
-    bad_break = live & (kind == Node.BREAK) & (loop < 0)
-    bad_cont = live & (kind == Node.CONTINUE) & (loop < 0)
+    bad_return = t.live & (t.kind == Node.RETURN) & (fu.fdef == t.root)
+    bad_break = t.live & (t.kind == Node.BREAK) & (loop < 0)
+    bad_cont = t.live & (t.kind == Node.CONTINUE) & (loop < 0)
     bad_nest = is_loop & (loop_depth > MAX_LOOP_NESTING)
     e_order = [
         Cand(bad_return, Code.SYNTAX, Syntax.RETURN_OUTSIDE_FUNCTION, line, col, (preorder, 0)),
@@ -300,183 +377,195 @@ def resolve_names(ast, limits) -> Scopes:
         Cand(bad_cont, Code.SYNTAX, Syntax.CONTINUE_OUTSIDE_LOOP, line, col, (preorder, 0)),
         Cand(bad_nest, Code.SYNTAX, Syntax.INVALID, line, col, (preorder, 0)),
     ]
-    err_compile = first_of(pick(e_dup), pick(e_order))
+    return first_of(pick(e_dup), pick(e_order))
 
-    # -- phase 2: 2**31 (stored as -2**31) only as the operand of unary minus -----------
-    under_neg = (pkind == Node.UNARYOP) & (pop == UnaryOp.USub)
-    is_min_lit = live & (kind == Node.CONSTANT) & (op == ConstKind.INT) & (value == INT_MIN)
-    err_literal = pick(
-        [Cand(is_min_lit & ~under_neg, Code.LIMIT, Limit.INT_LITERAL, line, col, (preorder, 0))]
-    )
 
-    # -- phase 3: names ------------------------------------------------------------------
-    # slots: params first (they precede their body in post-order), then other locals
-    # in order of first assignment; ranks by prefix sums within each function
-    rep_in_def = (is_rep & (fn > 0)).astype(I32)
-    rep_in_mod = (is_rep & (fn == 0)).astype(I32)
+def _literal_error(t: _Tree) -> Err:
+    """Phase 2 (the reference's ``check_literals``): 2**31 (stored as -2**31) only as the
+    operand of unary minus."""
+    under_neg = (t.pkind == Node.UNARYOP) & (t.pop == UnaryOp.USub)
+    is_min_lit = t.live & (t.kind == Node.CONSTANT) & (t.op == ConstKind.INT)
+    is_min_lit = is_min_lit & (t.value == INT_MIN)
+    bad = is_min_lit & ~under_neg
+    return pick([Cand(bad, Code.LIMIT, Limit.INT_LITERAL, t.line, t.col, (t.preorder, 0))])
+
+
+class _Slots(NamedTuple):
+    """Local slots and frame sizes (``_slots``)."""
+
+    slot: object  # NAME/PARAM: local slot; else -1
+    nvars: object  # at function nodes: params + locals
+    nparams: object  # at function nodes
+    temp: object  # at function nodes: the hidden temp's slot, or -1
+    nlocals: object  # at function nodes: params + locals + temp
+
+
+def _slots(t: _Tree, fu: _Funcs, v: _Vars) -> _Slots:
+    """Phase 3's slots: params first (they precede their body in post-order), then the
+    other locals in order of first assignment, ranked by prefix sums within each
+    function; a function with a chained comparison gets a hidden temp after them (the
+    reference's ``f.slots``, ``f.local_names`` and ``f.temp``)."""
+    n, idx, root, lo, fn, fdef = t.n, t.idx, t.root, t.lo, fu.fn, fu.fdef
+    rep_in_def = (v.is_rep & (fn > 0)).astype(I32)
+    rep_in_mod = (v.is_rep & (fn == 0)).astype(I32)
     c_def, c_mod = exclusive_cumsum(rep_in_def), exclusive_cumsum(rep_in_mod)
     slot_of_rep = jnp.where(fn > 0, c_def[idx] - c_def[lo[fdef]], c_mod[idx])
-    slot = jnp.where((rep >= 0) & ~is_call, gather(slot_of_rep, rep, -1), -1)
-    nvars = jnp.where(idx == root, c_mod[n], jnp.where(is_fdef, c_def[idx + 1] - c_def[lo], 0))
-    nparams = jnp.where(
-        is_fdef, jnp.zeros((n,), I32).at[jnp.where(is_param, fdef, n)].add(1, mode="drop"), 0
-    )
-    is_chain = live & (kind == Node.COMPARE) & (ast.n_children > 3)
+    slot = jnp.where((v.rep >= 0) & ~v.is_call, gather(slot_of_rep, v.rep, -1), -1)
+    nvars = jnp.where(idx == root, c_mod[n], jnp.where(fu.is_fdef, c_def[idx + 1] - c_def[lo], 0))
+    n_params = jnp.zeros((n,), I32).at[jnp.where(v.is_param, fdef, n)].add(1, mode="drop")
+    nparams = jnp.where(fu.is_fdef, n_params, 0)
+    is_chain = t.live & (t.kind == Node.COMPARE) & (t.nch > 3)
     has_chain = jnp.zeros((n,), bool).at[jnp.where(is_chain, fdef, n)].set(True, mode="drop")
-    temp = jnp.where(is_fn & has_chain, nvars, -1)
-    nlocals = jnp.where(is_fn, nvars + has_chain.astype(I32), 0)
+    temp = jnp.where(fu.is_fn & has_chain, nvars, -1)
+    nlocals = jnp.where(fu.is_fn, nvars + has_chain.astype(I32), 0)
+    return _Slots(slot, nvars, nparams, temp, nlocals)
 
-    # callees: the first def of the name
-    ckey = jnp.where(is_fdef | is_call | is_load | is_store, value, BIG)
-    cv, cd, ci2 = lax.sort((ckey, jnp.where(is_fdef, 0, 1), idx), num_keys=3)
+
+class _Calls(NamedTuple):
+    """What each name refers to beyond variables (``_callees``)."""
+
+    is_fn_name: object  # names: a function of the program has this name
+    reserved: object  # names: a reserved name (builtins, int, bool, ...)
+    local_call: object  # a CALL of a variable
+    call_fn: object  # a CALL of a program function
+    callee: object  # ... its def node; else -1
+    is_iter: object  # a for loop's iterable
+    range_iter: object  # ... that is a call of range
+    builtin: object  # a CALL of a builtin: B_*; else 0
+
+
+def _callees(t: _Tree, fu: _Funcs, v: _Vars) -> _Calls:
+    """Callees (the reference's ``_resolve_call``): a variable of the caller's, else the
+    first def of the name (sort by (name, def first, node)), else a builtin; range only
+    as the iterable of a for."""
+    n, idx, value, pos = t.n, t.idx, t.value, v.pos
+    ckey = jnp.where(fu.is_fdef | v.is_call | v.is_load | v.is_store, value, BIG)
+    cv, cd, ci2 = lax.sort((ckey, jnp.where(fu.is_fdef, 0, 1), idx), num_keys=3)
     c0 = lax.cummax(jnp.where(jnp.concatenate([jnp.ones((1,), bool), cv[1:] != cv[:-1]]), pos, 0))
     fn_of_name_sorted = jnp.where((cd[c0] == 0) & (cv != BIG), ci2[c0], -1)
     def_of_name = jnp.zeros((n,), I32).at[ci2].set(fn_of_name_sorted)
     is_fn_name = def_of_name >= 0
     reserved = value < N_RESERVED_NAMES
-    local_call = is_call & (rep >= 0)
-    call_fn = is_call & ~local_call & is_fn_name
+    local_call = v.is_call & (v.rep >= 0)
+    call_fn = v.is_call & ~local_call & is_fn_name
     callee = jnp.where(call_fn, def_of_name, -1)
-    is_iter = live & (pkind == Node.FOR) & (ci == 1)
-    range_iter = is_iter & is_call & (value == BUILTIN_ID["range"])  # never a local here
+    is_iter = t.live & (t.pkind == Node.FOR) & (t.ci == 1)
+    range_iter = is_iter & v.is_call & (value == BUILTIN_ID["range"])  # never a local here
     builtin = jnp.select(
         [value == BUILTIN_ID[b] for b in CALLABLE] + [range_iter],
         [1 + BUILTIN_ID[b] for b in CALLABLE] + [B_RANGE],
         B_NONE,
     ).astype(I32)
-    builtin = jnp.where(is_call & ~local_call & ~is_fn_name, builtin, B_NONE)
+    builtin = jnp.where(v.is_call & ~local_call & ~is_fn_name, builtin, B_NONE)
+    return _Calls(is_fn_name, reserved, local_call, call_fn, callee, is_iter, range_iter, builtin)
 
-    # errors, ordered by (line, col, the reference's insertion order)
-    def_line, def_col = line, col
-    # (a) defs: reserved names, second defs; params: reserved names, `x: None`
+
+def _def_errors(t: _Tree, fu: _Funcs, v: _Vars, c: _Calls) -> list:
+    """Name errors (a), the reference's loop over the defs: defs of reserved names,
+    second defs; params of reserved names, `x: None`."""
+    line, col, preorder = t.line, t.col, t.preorder
+    U = Unsupported
     e = [
-        Cand(
-            is_def & reserved,
-            Code.UNSUPPORTED,
-            Unsupported.BUILTIN,
-            def_line,
-            def_col,
-            (preorder, 0),
-        ),
-        Cand(
-            is_dup_def,
-            Code.UNSUPPORTED,
-            Unsupported.REDEFINITION,
-            def_line,
-            def_col,
-            (preorder, 1),
-        ),
-        Cand(
-            is_param & reserved,
-            Code.UNSUPPORTED,
-            Unsupported.BUILTIN,
-            line,
-            col,
-            (preorder, 2),
-        ),
+        Cand(fu.is_def & c.reserved, Code.UNSUPPORTED, U.BUILTIN, line, col, (preorder, 0)),
+        Cand(fu.is_dup_def, Code.UNSUPPORTED, U.REDEFINITION, line, col, (preorder, 1)),
+        Cand(v.is_param & c.reserved, Code.UNSUPPORTED, U.BUILTIN, line, col, (preorder, 2)),
     ]
     # `x: None`: at the annotation, the param's last token `None` (4 columns)
-    ann_none = is_param & (op == Ann.NONE)
-    e.append(
-        Cand(
-            ann_none,
-            Code.UNSUPPORTED,
-            Unsupported.ANNOTATION,
-            ast.end_line,
-            ast.end_col - 4,
-            (preorder, 3),
-        )  # fmt: skip
-    )
-    # (b) assignment targets
-    is_store = is_store & (fn >= 0)
-    e.append(
-        Cand(
-            is_store & reserved,
-            Code.UNSUPPORTED,
-            Unsupported.BUILTIN,
-            line,
-            col,
-            (preorder, 0),
-        )
-    )
-    e.append(
-        Cand(
-            is_store & (fn == 0) & is_fn_name & ~reserved,
-            Code.UNSUPPORTED,
-            Unsupported.FUNCTION_VALUE,
-            line,
-            col,
-            (preorder, 0),
-        )  # fmt: skip
-    )
-    # (c) loads, calls and for loops, in walk order
-    in_fn = fn > 0
-    unres = is_load & (rep < 0) & (fn >= 0)
-    w4 = (preorder, 5)
-    e += [
-        Cand(unres & in_fn & mod_var, Code.UNSUPPORTED, Unsupported.GLOBAL_VARIABLE, line, col, w4),
-        Cand(
-            unres & ~(in_fn & mod_var) & is_fn_name,
-            Code.UNSUPPORTED,
-            Unsupported.FUNCTION_VALUE,
-            line,
-            col,
-            w4,
-        ),
-        Cand(
-            unres & ~(in_fn & mod_var) & ~is_fn_name & reserved,
-            Code.UNSUPPORTED,
-            Unsupported.BUILTIN,
-            line,
-            col,
-            w4,
-        ),
-        Cand(unres & ~(in_fn & mod_var) & ~is_fn_name & ~reserved, Code.NAME, 0, line, col, w4),
+    ann_none = v.is_param & (t.op == Ann.NONE)
+    at_ann = (t.end_line, t.end_col - 4)
+    e.append(Cand(ann_none, Code.UNSUPPORTED, U.ANNOTATION, *at_ann, (preorder, 3)))
+    return e
+
+
+def _target_errors(t: _Tree, fu: _Funcs, v: _Vars, c: _Calls) -> list:
+    """Name errors (b), the reference's locals loop: assignments to reserved names and,
+    at module level, to a function's name."""
+    line, col, w = t.line, t.col, (t.preorder, 0)
+    is_store = v.is_store & (fu.fn >= 0)
+    builtin = is_store & c.reserved
+    fn_value = is_store & (fu.fn == 0) & c.is_fn_name & ~c.reserved
+    return [
+        Cand(builtin, Code.UNSUPPORTED, Unsupported.BUILTIN, line, col, w),
+        Cand(fn_value, Code.UNSUPPORTED, Unsupported.FUNCTION_VALUE, line, col, w),
     ]
-    calls = is_call & (fn >= 0)
-    early = call_fn & (fn == 0) & (callee > idx)
-    e += [
-        Cand(calls & local_call, Code.UNSUPPORTED, Unsupported.CALL_TARGET, line, col, w4),
-        Cand(early, Code.NAME, 0, line, col, w4),
-        Cand(
-            calls & ~local_call & ~is_fn_name & reserved & (builtin == B_NONE) & ~range_iter,
-            Code.UNSUPPORTED,
-            Unsupported.BUILTIN,
-            line,
-            col,
-            w4,
-        ),  # fmt: skip
-        Cand(calls & ~local_call & ~is_fn_name & ~reserved, Code.NAME, 0, line, col, w4),
-        Cand(
-            is_iter & (fn >= 0) & ~range_iter,
-            Code.UNSUPPORTED,
-            Unsupported.FOR_TARGET,
-            line,
-            col,
-            (preorder, 4),
-        ),  # fmt: skip
+
+
+def _load_errors(t: _Tree, fu: _Funcs, v: _Vars, c: _Calls) -> list:
+    """Name errors (c), loads (the reference's ``_resolve_load``): a name that is no
+    variable of its function is a module variable read in a function, a function, a
+    builtin, or undefined."""
+    line, col, w, U = t.line, t.col, (t.preorder, 5), Unsupported
+    in_fn = fu.fn > 0
+    unres = v.is_load & (v.rep < 0) & (fu.fn >= 0)
+    glob = unres & in_fn & v.mod_var
+    fn_value = unres & ~(in_fn & v.mod_var) & c.is_fn_name
+    builtin = unres & ~(in_fn & v.mod_var) & ~c.is_fn_name & c.reserved
+    undefined = unres & ~(in_fn & v.mod_var) & ~c.is_fn_name & ~c.reserved
+    return [
+        Cand(glob, Code.UNSUPPORTED, U.GLOBAL_VARIABLE, line, col, w),
+        Cand(fn_value, Code.UNSUPPORTED, U.FUNCTION_VALUE, line, col, w),
+        Cand(builtin, Code.UNSUPPORTED, U.BUILTIN, line, col, w),
+        Cand(undefined, Code.NAME, 0, line, col, w),
     ]
-    err_names = pick(e)
+
+
+def _call_errors(t: _Tree, fu: _Funcs, v: _Vars, c: _Calls) -> list:
+    """Name errors (c), calls (the reference's ``_resolve_call``: a variable called, a
+    module-level call before its def, an unsupported builtin, an undefined name) and
+    for loops that are not ``for NAME in range(...)``."""
+    line, col, w, U = t.line, t.col, (t.preorder, 5), Unsupported
+    calls = v.is_call & (fu.fn >= 0)
+    early = c.call_fn & (fu.fn == 0) & (c.callee > t.idx)
+    local = calls & c.local_call
+    builtin = calls & ~c.local_call & ~c.is_fn_name & c.reserved
+    builtin = builtin & (c.builtin == B_NONE) & ~c.range_iter
+    undefined = calls & ~c.local_call & ~c.is_fn_name & ~c.reserved
+    bad_for = c.is_iter & (fu.fn >= 0) & ~c.range_iter
+    return [
+        Cand(local, Code.UNSUPPORTED, U.CALL_TARGET, line, col, w),
+        Cand(early, Code.NAME, 0, line, col, w),
+        Cand(builtin, Code.UNSUPPORTED, U.BUILTIN, line, col, w),
+        Cand(undefined, Code.NAME, 0, line, col, w),
+        Cand(bad_for, Code.UNSUPPORTED, U.FOR_TARGET, line, col, (t.preorder, 4)),
+    ]
+
+
+def resolve_names(ast, limits) -> Scopes:
+    """Scopes and the errors of phases 1-3 of one program: ``_tree``, ``_functions``,
+    ``_loops``, ``_variables``, phase 1 (``_compile_errors``), phase 2
+    (``_literal_error``), phase 3 (``_slots``, ``_callees``, then the name errors)."""
+    del limits  # node-indexed throughout: no limit applies here
+    t = _tree(ast)
+    fu = _functions(t)
+    is_loop, loop, loop_depth = _loops(t)
+    v = _variables(t, fu)
+    err_compile = _compile_errors(t, fu, v, is_loop, loop, loop_depth)
+    err_literal = _literal_error(t)
+    s = _slots(t, fu, v)
+    c = _callees(t, fu, v)
+    # name errors, ordered by (line, col, the reference's insertion order)
+    e = _def_errors(t, fu, v, c) + _target_errors(t, fu, v, c)
+    e += _load_errors(t, fu, v, c) + _call_errors(t, fu, v, c)
     return Scopes(
-        lo=lo,
-        preorder=preorder,
-        top=top,
-        fn=fn,
-        fdef=fdef,
-        is_fn=is_fn,
-        fid=fid,
-        child=child,
-        rep=rep,
-        slot=slot,
-        callee=callee,
-        builtin=builtin,
+        lo=t.lo,
+        preorder=t.preorder,
+        top=fu.top,
+        fn=fu.fn,
+        fdef=fu.fdef,
+        is_fn=fu.is_fn,
+        fid=fu.fid,
+        child=t.child,
+        rep=v.rep,
+        slot=s.slot,
+        callee=c.callee,
+        builtin=c.builtin,
         loop=loop,
-        nparams=nparams,
-        nvars=nvars,
-        temp=temp,
-        nlocals=nlocals,
-        n_funcs=n_funcs,
+        nparams=s.nparams,
+        nvars=s.nvars,
+        temp=s.temp,
+        nlocals=s.nlocals,
+        n_funcs=fu.n_funcs,
         err_compile=err_compile,
         err_literal=err_literal,
-        err_names=err_names,
+        err_names=pick(e),
     )

@@ -119,8 +119,54 @@ class Types(NamedTuple):
     err_args: object = None  # Int32[3]  the error's message parameters (see TYPE_SITE)
 
 
-def infer_types(ast, sc, limits) -> Types:
-    del limits
+class _Facts(NamedTuple):
+    """Per-node facts that every step of ``infer_types`` reads (all ``[n]`` unless noted):
+    what the reference's ``_Typer.__init__`` collects (seeds and sites), per node."""
+
+    n: int  # nodes (static)
+    idx: object  # node index
+    kind: object
+    op: object
+    parent: object
+    ci: object  # child index
+    nch: object  # number of children
+    c0: object  # children 0 and 1 (-1: none)
+    c1: object
+    line: object
+    col: object
+    walk: object  # pre-order rank: the reference checks in source order
+    pkind: object  # the parent's kind
+    ok: object  # a node the reference walks (not in a second def's body)
+    builtin: object  # builtin code of a CALL, and of the parent
+    pbuiltin: object
+    is_call: object
+    is_ret: object
+    is_param: object
+    is_store: object  # a stored NAME
+    is_load: object  # a loaded NAME that is a variable
+    is_fdef: object  # a function's def node (not the module)
+    bit: object  # a bitwise BINOP (& | ^)
+    const_m: object  # a CONSTANT's mask
+    ann_param: object  # an annotated PARAM
+    seed_var0: object  # its annotation's mask (the reference's seed_var)
+    ann_ret: object  # a def with a result annotation
+    seed_ret0: object  # the annotation's mask, or None for a function with no return
+    callee: object  # a CALL's def node (-1: none)
+    call_ok: object  # a call of a program function with the right arity
+    is_arg: object  # an argument of such a call
+    arg_param: object  # the PARAM it is passed to
+    feeds: object  # ... when that PARAM is unannotated (the reference's self.calls)
+    joins: object  # a child joined by its parent's type (BOOLOP, IFEXP, min/max)
+    store_rep: object  # a stored NAME's variable (-1: not a store)
+    pbit: object  # the parent is bitwise (a stored NAME's `x &= e`)
+    value_child: object  # a stored NAME's statement's value
+    is_var_rep: object  # a variable's first definer (stage 2 defaults these)
+
+
+def _facts(ast, sc) -> _Facts:
+    """The per-node facts: node classes, the seeds (annotated params and results) and the
+    sites (stores, call arguments, joined operands), as the reference's ``_Typer``
+    collects them before solving."""
     kind, op, parent = ast.kind, ast.op, ast.parent
     n = kind.shape[0]
     idx = jnp.arange(n, dtype=I32)
@@ -162,73 +208,91 @@ def infer_types(ast, sc, limits) -> Types:
     pop = gather(op, parent, 0)
     pbit = ops.is_any(pop, _BITWISE)
     value_child = gather(sc.child[:, 1], parent, -1)  # a stored NAME's statement's value
-
-    def site_type(t, var):
-        """The mask each stored NAME's statement assigns (the reference's site_type)."""
-        val = gather(t, value_child, BOT)
-        cur = gather(var, store_rep, BOT)
-        aug = jnp.where(pbit, bitwise(cur, val), M_INT)
-        return jnp.select(
-            [pkind == Node.ASSIGN, pkind == Node.AUG_ASSIGN, pkind == Node.FOR],
-            [val, aug, M_INT],
-            BOT,
-        ).astype(I32)
-
-    def rnd(state, seeds):
-        t, var, ret = state
-        seed_var, seed_ret = seeds
-        joined = norm(or_into(n, parent, joins, t))
-        callm = jnp.select(
-            [
-                ops.is_any(builtin, _B_NONE_RESULT),
-                ops.is_any(builtin, _B_INT_RESULT),
-                ops.is_any(builtin, _B_JOINED),
-            ],
-            [M_NONE, M_INT, joined],
-            gather(ret, callee, BOT),
-        )
-        new_t = jnp.select(
-            [
-                kind == Node.CONSTANT,
-                kind == Node.NAME,
-                kind == Node.BINOP,
-                kind == Node.UNARYOP,
-                kind == Node.COMPARE,
-                (kind == Node.BOOLOP) | (kind == Node.IFEXP),
-                kind == Node.CALL,
-            ],
-            [
-                const_m,
-                jnp.where(is_load, gather(var, sc.rep, BOT), BOT),
-                jnp.where(bit, bitwise(gather(t, c0, BOT), gather(t, c1, BOT)), M_INT),
-                jnp.where(ops.is_any(op, _BOOL_UNARY), M_BOOL, M_INT),
-                jnp.full((n,), M_BOOL, I32),
-                joined,
-                callm,
-            ],
-            BOT,
-        ).astype(I32)
-        new_t = jnp.where(ok, new_t, BOT)
-        site = jnp.concatenate([jnp.where(is_store, sc.rep, n), jnp.where(feeds, arg_param, n)])
-        site_m = jnp.concatenate([site_type(t, var), t])
-        new_var = norm(seed_var | or_into(n, site, site < n, site_m))
-        rm = jnp.where(nch > 0, gather(t, c0, BOT), M_NONE)
-        rets = or_into(n, sc.fdef, is_ret, rm)
-        new_ret = jnp.where(ann_ret, seed_ret, norm(seed_ret | jnp.where(sc.is_fn, rets, BOT)))
-        return new_t, new_var, new_ret
-
-    # The reference's solve(): a fixpoint; then, in stages, unknown params, then unknown
-    # results, then unknown variables default to int, each time followed by a new
-    # fixpoint. One loop: when a round changes nothing, the current stage seeds its
-    # unknowns (or, if it has none, hands over to the next stage).
     is_var_rep = ok & (is_param | is_store) & (sc.rep == idx)
+    return _Facts(
+        n, idx, kind, op, parent, ci, nch, c0, c1, ast.line, ast.col, sc.preorder, pkind, ok,
+        builtin, pbuiltin, is_call, is_ret, is_param, is_store, is_load, is_fdef, bit, const_m,
+        ann_param, seed_var0, ann_ret, seed_ret0, callee, call_ok, is_arg, arg_param, feeds,
+        joins, store_rep, pbit, value_child, is_var_rep,
+    )  # fmt: skip
+
+
+def _site_type(f: _Facts, t, var):
+    """The mask each stored NAME's statement assigns (the reference's ``site_type``)."""
+    val = gather(t, f.value_child, BOT)
+    cur = gather(var, f.store_rep, BOT)
+    aug = jnp.where(f.pbit, bitwise(cur, val), M_INT)
+    pkind = f.pkind
+    return jnp.select(
+        [pkind == Node.ASSIGN, pkind == Node.AUG_ASSIGN, pkind == Node.FOR],
+        [val, aug, M_INT],
+        BOT,
+    ).astype(I32)
+
+
+def _round(f: _Facts, sc, state, seeds):
+    """One Jacobi round: every node's type from its children's (the reference's
+    ``etype``), every variable and result from its sites (the body of ``fixpoint``), all
+    from the previous round's values."""
+    n, kind, op, builtin, c0, c1 = f.n, f.kind, f.op, f.builtin, f.c0, f.c1
+    t, var, ret = state
+    seed_var, seed_ret = seeds
+    joined = norm(or_into(n, f.parent, f.joins, t))
+    callm = jnp.select(
+        [
+            ops.is_any(builtin, _B_NONE_RESULT),
+            ops.is_any(builtin, _B_INT_RESULT),
+            ops.is_any(builtin, _B_JOINED),
+        ],
+        [M_NONE, M_INT, joined],
+        gather(ret, f.callee, BOT),
+    )
+    new_t = jnp.select(
+        [
+            kind == Node.CONSTANT,
+            kind == Node.NAME,
+            kind == Node.BINOP,
+            kind == Node.UNARYOP,
+            kind == Node.COMPARE,
+            (kind == Node.BOOLOP) | (kind == Node.IFEXP),
+            kind == Node.CALL,
+        ],
+        [
+            f.const_m,
+            jnp.where(f.is_load, gather(var, sc.rep, BOT), BOT),
+            jnp.where(f.bit, bitwise(gather(t, c0, BOT), gather(t, c1, BOT)), M_INT),
+            jnp.where(ops.is_any(op, _BOOL_UNARY), M_BOOL, M_INT),
+            jnp.full((n,), M_BOOL, I32),
+            joined,
+            callm,
+        ],
+        BOT,
+    ).astype(I32)
+    new_t = jnp.where(f.ok, new_t, BOT)
+    # variables: store sites and arguments fed to unannotated params, in one OR scatter
+    site = jnp.concatenate([jnp.where(f.is_store, sc.rep, n), jnp.where(f.feeds, f.arg_param, n)])
+    site_m = jnp.concatenate([_site_type(f, t, var), t])
+    new_var = norm(seed_var | or_into(n, site, site < n, site_m))
+    rm = jnp.where(f.nch > 0, gather(t, c0, BOT), M_NONE)
+    rets = or_into(n, sc.fdef, f.is_ret, rm)
+    new_ret = jnp.where(f.ann_ret, seed_ret, norm(seed_ret | jnp.where(sc.is_fn, rets, BOT)))
+    return new_t, new_var, new_ret
+
+
+def _solve(f: _Facts, sc):
+    """The reference's ``solve()``: a fixpoint; then, in stages, unknown params, then
+    unknown results, then unknown variables default to int, each time followed by a new
+    fixpoint. One loop: when a round changes nothing, the current stage seeds its
+    unknowns (or, if it has none, hands over to the next stage). Returns the final
+    (t, var, ret) and seeds (seed_var, seed_ret)."""
+    n = f.n
 
     def step(c):
         st, (sv, sr), stage, done = c
-        new = rnd(st, (sv, sr))
+        new = _round(f, sc, st, (sv, sr))
         changed = jnp.any(new[0] != st[0]) | jnp.any(new[1] != st[1]) | jnp.any(new[2] != st[2])
         var, ret = new[1], new[2]
-        want_v = jnp.where(stage == 0, is_param, jnp.where(stage == 2, is_var_rep, False)) & (
+        want_v = jnp.where(stage == 0, f.is_param, jnp.where(stage == 2, f.is_var_rep, False)) & (
             var == BOT
         )
         want_r = (stage == 1) & sc.is_fn & (ret == BOT)
@@ -245,24 +309,31 @@ def infer_types(ast, sc, limits) -> Types:
         return lax.fori_loop(0, 4, lambda _, x: step(x), c), k + 4
 
     zero = jnp.zeros((n,), I32)
-    init = ((zero, zero, zero), (seed_var0, seed_ret0), jnp.int32(0), jnp.bool_(False))
+    init = ((zero, zero, zero), (f.seed_var0, f.seed_ret0), jnp.int32(0), jnp.bool_(False))
     # monotone, so it ends; the cap only guards against a malformed AST (an error lane)
     cap = 16 * n + 64
     (state, seeds, _, _), _ = lax.while_loop(
         lambda c: ~c[0][3] & (c[1] < cap), body, (init, jnp.int32(0))
     )
-    t, var, ret = state
+    return state, seeds
 
-    # -- checks (the reference's check_types) ----------------------------------------------
-    line, col, walk = ast.line, ast.col, sc.preorder  # the reference walks in source order
-    defaulted = is_var_rep & ~is_param & (seeds[0] == M_INT)  # only stage 2 seeds these
-    first_seed = jnp.where(ann_param, seed_var0, jnp.where(defaulted, M_INT, BOT))
-    tv = t
-    is_none = tv == M_NONE
-    # none_used(e): e's visitor is its parent
+
+def _first_seeds(f: _Facts, seed_var):
+    """The type each variable's flow check starts with (check_types' ``first_var``): a
+    param's annotation, or int where stage 2 defaulted a variable (params defaulted in
+    stage 0 start with none: defaults are no sites)."""
+    defaulted = f.is_var_rep & ~f.is_param & (seed_var == M_INT)  # only stage 2 seeds these
+    return jnp.where(f.ann_param, f.seed_var0, jnp.where(defaulted, M_INT, BOT))
+
+
+def _none_used(f: _Facts, t):
+    """The reference's ``none_used``: a None value where a value is needed. A node is
+    checked by its parent's visitor. Returns (is_none, the candidate)."""
+    kind, pkind, ci, pbuiltin = f.kind, f.pkind, f.ci, f.pbuiltin
+    is_none = t == M_NONE
     p_is = lambda k: pkind == k  # noqa: E731
-    range_arg = ok & p_is(Node.CALL) & (pbuiltin == B_RANGE)
-    checked = ok & (
+    range_arg = f.ok & p_is(Node.CALL) & (pbuiltin == B_RANGE)
+    checked = f.ok & (
         ((p_is(Node.ASSIGN) | p_is(Node.AUG_ASSIGN)) & (ci == 1))
         | ((p_is(Node.IF) | p_is(Node.WHILE)) & (ci == 0))
         | p_is(Node.ASSERT)
@@ -275,89 +346,148 @@ def infer_types(ast, sc, limits) -> Types:
         | range_arg
     )
     none_err = checked & is_none
-    cands = [Cand(none_err, Code.TYPE, Type.NONE_VALUE, line, col, (walk, 0))]
-    # check_join: no part none, both int and bool among the parts
-    part_none = or_into(n, parent, joins & is_none, jnp.full((n,), 1, I32))
-    part_bits = or_into(n, parent, joins & ((tv == M_INT) | (tv == M_BOOL)), tv)
-    join_node = ok & (
+    return is_none, Cand(none_err, Code.TYPE, Type.NONE_VALUE, f.line, f.col, (f.walk, 0))
+
+
+def _check_join(f: _Facts, t, is_none):
+    """The reference's ``check_join``: no part None, not both int and bool among the
+    parts (BOOLOP, IFEXP, min/max). Returns (mixed, the candidate)."""
+    n, kind, joins = f.n, f.kind, f.joins
+    part_none = or_into(n, f.parent, joins & is_none, jnp.full((n,), 1, I32))
+    part_bits = or_into(n, f.parent, joins & ((t == M_INT) | (t == M_BOOL)), t)
+    join_node = f.ok & (
         (kind == Node.BOOLOP)
         | (kind == Node.IFEXP)
-        | ((kind == Node.CALL) & ops.is_any(builtin, _B_JOINED))
+        | ((kind == Node.CALL) & ops.is_any(f.builtin, _B_JOINED))
     )
     mixed = join_node & (part_none == 0) & (part_bits == (M_INT | M_BOOL))
-    cands.append(Cand(mixed, Code.TYPE, Type.MIXED, line, col, (walk, 2)))
-    # arities
+    return mixed, Cand(mixed, Code.TYPE, Type.MIXED, f.line, f.col, (f.walk, 2))
+
+
+def _arity_checks(f: _Facts) -> list:
+    """Calls with the wrong number of arguments: builtins (``ops.arity_error``) and
+    program functions (check_types' ``Type.ARITY``)."""
+    builtin, walk = f.builtin, f.walk
     bad = None
     for lo, hi, codes in _ARITIES:  # or-ed as they come (the order XLA gets them in)
-        term = ops.is_any(builtin, codes) & _arity_bad(nch, lo, hi)
+        term = ops.is_any(builtin, codes) & _arity_bad(f.nch, lo, hi)
         bad = term if bad is None else bad | term
-    bad_bi = is_call & bad
-    cands.append(
-        Cand(
-            bad_bi,
-            Code.TYPE,
-            Type.BUILTIN_ARITY,
-            line,
-            col,
-            (walk, jnp.where(builtin == B_RANGE, 0, 1)),
-        )
-    )
-    bad_arity = is_call & (callee >= 0) & ~call_ok
-    cands.append(Cand(bad_arity, Code.TYPE, Type.ARITY, line, col, (walk, 1)))
-    # flow(): each variable's sites must agree with its first definite type (walk order)
+    bad_bi = f.is_call & bad
+    detail_key = (walk, jnp.where(builtin == B_RANGE, 0, 1))
+    bad_arity = f.is_call & (f.callee >= 0) & ~f.call_ok
+    return [
+        Cand(bad_bi, Code.TYPE, Type.BUILTIN_ARITY, f.line, f.col, detail_key),
+        Cand(bad_arity, Code.TYPE, Type.ARITY, f.line, f.col, (walk, 1)),
+    ]
+
+
+def _definite(m):
+    """A definite type (flow() ignores BOT and TOP)."""
+    return (m == M_INT) | (m == M_BOOL) | (m == M_NONE)
+
+
+class _Sites(NamedTuple):
+    """The variables' sites in walk order (``_var_sites``): what the reference's
+    ``flow()`` sees for variables and parameters."""
+
+    s_site: object  # a stored NAME whose statement is a site (its value is not None)
+    a_site: object  # an argument that is a site of its PARAM (it is not None)
+    s_type: object  # the type a store site assigns (site_type)
+    s_rep: object  # a store site's variable (n: not a site)
+    a_rep: object  # an argument site's PARAM (n: not a site)
+    s_key: object  # a store site's walk key
+    first_key: object  # Int32[n + 1] per variable: the walk key of its first definite site
+    first_m: object  # per variable: its first definite type (the seed where it has one)
+
+
+def _var_sites(f: _Facts, sc, t, var, is_none, first_seed) -> _Sites:
+    """flow()'s first definite type of each variable: the seed, else the type of its
+    first definite site in walk order (a store's statement, or a call argument, ordered
+    by their statement's pre-order rank and then the argument's position)."""
+    n, pkind, parent, walk = f.n, f.pkind, f.parent, f.walk
     val_none = (pkind == Node.ASSIGN) | (pkind == Node.AUG_ASSIGN)
-    val_none = val_none & (gather(tv, value_child, BOT) == M_NONE)
-    s_site = is_store & ~val_none
-    a_site = is_arg & ~is_none  # annotated params are sites too (against their seed)
-    s_type = site_type(t, var)
+    val_none = val_none & (gather(t, f.value_child, BOT) == M_NONE)
+    s_site = f.is_store & ~val_none
+    a_site = f.is_arg & ~is_none  # annotated params are sites too (against their seed)
+    s_type = _site_type(f, t, var)
     s_rep = jnp.where(s_site, sc.rep, n)
-    a_rep = jnp.where(a_site, arg_param, n)
+    a_rep = jnp.where(a_site, f.arg_param, n)
     s_key = gather(walk, parent, 0) * (n + 1)
-    a_key = gather(walk, parent, 0) * (n + 1) + 1 + ci
-    definite = lambda m: (m == M_INT) | (m == M_BOOL) | (m == M_NONE)  # noqa: E731
+    a_key = gather(walk, parent, 0) * (n + 1) + 1 + f.ci
     sites_rep = jnp.concatenate(
-        [jnp.where(s_site & definite(s_type), s_rep, n), jnp.where(a_site & definite(tv), a_rep, n)]
+        [
+            jnp.where(s_site & _definite(s_type), s_rep, n),
+            jnp.where(a_site & _definite(t), a_rep, n),
+        ]
     )
     sites_key = jnp.concatenate([s_key, a_key])
-    sites_m = jnp.concatenate([s_type, tv])
+    sites_m = jnp.concatenate([s_type, t])
     first_key = jnp.full((n + 1,), BIG, I32).at[sites_rep].min(sites_key)
     is_first = (sites_rep < n) & (sites_key == first_key[sites_rep])
     first_m = jnp.zeros((n + 1,), I32).at[jnp.where(is_first, sites_rep, n)].set(sites_m)[:n]
     first_m = jnp.where(first_seed != BOT, first_seed, first_m)
+    return _Sites(s_site, a_site, s_type, s_rep, a_rep, s_key, first_key, first_m)
+
+
+class _VarFlow(NamedTuple):
+    """The variables' conflicts (``_var_flow``)."""
+
+    bad_s: object  # a store site whose type differs from its variable's first
+    bad_a: object  # an argument site whose type differs from its PARAM's first
+    s_type2: object  # the type a store site is checked with (`x &= e` retyped)
+    cands: list  # the candidates: MIXED, or ANNOTATION_MISMATCH for annotated params
+
+
+def _var_flow(f: _Facts, t, var, s: _Sites, first_seed) -> _VarFlow:
+    """flow() for variables and parameters: every definite site must agree with the
+    first definite type (check_types' ``for ... Assign | AugAssign | For`` and call
+    arguments)."""
+    n, line, col, walk = f.n, f.line, f.col, f.walk
+    s_rep = s.s_rep
     # `x &= e` is checked with the type x has so far: the first one seen before it (the
     # seed, or the first definite site, which is also the first under cur = var), else
     # x's final type
-    has_before = (gather(first_seed, s_rep, BOT) != BOT) | (gather(first_key, s_rep, BIG) < s_key)
-    aug_bit = (pkind == Node.AUG_ASSIGN) & pbit
-    cur = jnp.where(has_before, gather(first_m, s_rep, BOT), gather(var, s_rep, BOT))
-    s_type2 = jnp.where(aug_bit, bitwise(cur, gather(t, value_child, BOT)), s_type)
+    has_before = (gather(first_seed, s_rep, BOT) != BOT) | (
+        gather(s.first_key, s_rep, BIG) < s.s_key
+    )
+    aug_bit = (f.pkind == Node.AUG_ASSIGN) & f.pbit
+    cur = jnp.where(has_before, gather(s.first_m, s_rep, BOT), gather(var, s_rep, BOT))
+    s_type2 = jnp.where(aug_bit, bitwise(cur, gather(t, f.value_child, BOT)), s.s_type)
     sites_rep = jnp.concatenate(
         [
-            jnp.where(s_site & definite(s_type2), s_rep, n),
-            jnp.where(a_site & definite(tv), a_rep, n),
+            jnp.where(s.s_site & _definite(s_type2), s_rep, n),
+            jnp.where(s.a_site & _definite(t), s.a_rep, n),
         ]
     )
-    sites_m = jnp.concatenate([s_type2, tv])
-    bad = (sites_rep < n) & (sites_m != gather(first_m, sites_rep, BOT))
-    annotated = gather(ann_param, sites_rep, False)
+    sites_m = jnp.concatenate([s_type2, t])
+    bad = (sites_rep < n) & (sites_m != gather(s.first_m, sites_rep, BOT))
+    annotated = gather(f.ann_param, sites_rep, False)
     bad_s, bad_a = bad[:n], bad[n:]
     ann_s, ann_a = annotated[:n], annotated[n:]
-    cands += [
+    cands = [
         Cand(bad_s & ~ann_s, Code.TYPE, Type.MIXED, line, col, (walk, 0)),
-        Cand(
-            bad_s & ann_s,
-            Code.TYPE,
-            Type.ANNOTATION_MISMATCH,
-            line,
-            col,
-            (walk, 0),
-        ),
+        Cand(bad_s & ann_s, Code.TYPE, Type.ANNOTATION_MISMATCH, line, col, (walk, 0)),
         Cand(bad_a & ~ann_a, Code.TYPE, Type.MIXED, line, col, (walk, 0)),
         Cand(bad_a & ann_a, Code.TYPE, Type.ANNOTATION_MISMATCH, line, col, (walk, 0)),
     ]
-    # returns: the same rule per function
-    r_m = jnp.where(nch > 0, gather(tv, c0, BOT), M_NONE)
-    r_site = is_ret & definite(r_m)
+    return _VarFlow(bad_s, bad_a, s_type2, cands)
+
+
+class _RetFlow(NamedTuple):
+    """The results' conflicts (``_return_flow``)."""
+
+    r_bad: object  # a RETURN whose type differs from its function's first
+    r_m: object  # the type each RETURN returns
+    r_first_m: object  # at function nodes: the first definite returned type (or annotation)
+    cands: list  # RETURN_MISMATCH, or ANNOTATION_MISMATCH for annotated results
+
+
+def _return_flow(f: _Facts, sc, t) -> _RetFlow:
+    """flow() for results: check_types' ``Return`` branch, the same rule as for
+    variables, per function."""
+    n, line, col, walk = f.n, f.line, f.col, f.walk
+    r_m = jnp.where(f.nch > 0, gather(t, f.c0, BOT), M_NONE)
+    r_site = f.is_ret & _definite(r_m)
     r_f = jnp.where(r_site, sc.fdef, n)
     r_first_key = jnp.full((n + 1,), BIG, I32).at[r_f].min(walk)
     r_first_m = (
@@ -365,25 +495,34 @@ def infer_types(ast, sc, limits) -> Types:
         .at[jnp.where(r_site & (walk == r_first_key[r_f]), r_f, n)]
         .set(r_m)[:n]
     )
-    r_first_m = jnp.where(ann_ret, seed_ret0, r_first_m)
+    r_first_m = jnp.where(f.ann_ret, f.seed_ret0, r_first_m)
     r_bad = r_site & (r_m != gather(r_first_m, sc.fdef, BOT))
-    r_ann = gather(ann_ret, sc.fdef, False)
-    cands += [
+    r_ann = gather(f.ann_ret, sc.fdef, False)
+    cands = [
         Cand(r_bad & ~r_ann, Code.TYPE, Type.RETURN_MISMATCH, line, col, (walk, 1)),
         Cand(r_bad & r_ann, Code.TYPE, Type.ANNOTATION_MISMATCH, line, col, (walk, 1)),
     ]
-    # a function returning int/bool must not reach its end
+    return _RetFlow(r_bad, r_m, r_first_m, cands)
+
+
+def _falls_off(f: _Facts, ast, sc, ret):
+    """A function returning int/bool must not reach its end (check_types' first loop,
+    with ``_terminates``). Returns (term, falls, the candidate)."""
     term = terminates(ast, sc)
-    body_term = gather(term, c1, False)
-    falls = is_fdef & ((ret == M_INT) | (ret == M_BOOL)) & ~body_term
-    cands.append(Cand(falls, Code.TYPE, Type.RETURN_MISMATCH, line, col, (walk, 0)))
-    err, at = pick_node(cands)
-    # the message parameters at each node that can hold a type conflict
+    body_term = gather(term, f.c1, False)
+    falls = f.is_fdef & ((ret == M_INT) | (ret == M_BOOL)) & ~body_term
+    return term, falls, Cand(falls, Code.TYPE, Type.RETURN_MISMATCH, f.line, f.col, (f.walk, 0))
+
+
+def _err_args(f: _Facts, sc, t, ret, err, at, s: _Sites, v: _VarFlow, r: _RetFlow, falls, mixed):
+    """The chosen error's message parameters (TYPE_SITE: which site, the first type, this
+    type), read at the node ``at`` it is at; zeros unless it is a TypeError."""
+    n = f.n
     T = mask_to_type
     sites = [
-        (bad_s, TYPE_SITE["variable"], gather(first_m, s_rep, BOT), s_type2),
-        (bad_a, TYPE_SITE["parameter"], gather(first_m, a_rep, BOT), tv),
-        (r_bad, TYPE_SITE["return"], gather(r_first_m, sc.fdef, BOT), r_m),
+        (v.bad_s, TYPE_SITE["variable"], gather(s.first_m, s.s_rep, BOT), v.s_type2),
+        (v.bad_a, TYPE_SITE["parameter"], gather(s.first_m, s.a_rep, BOT), t),
+        (r.r_bad, TYPE_SITE["return"], gather(r.r_first_m, sc.fdef, BOT), r.r_m),
         (falls, TYPE_SITE["falls_off"], ret, ret),
         (mixed, TYPE_SITE["operands"], jnp.full((n,), M_INT, I32), jnp.full((n,), M_BOOL, I32)),
     ]
@@ -393,7 +532,28 @@ def infer_types(ast, sc, limits) -> Types:
         first, this = jnp.where(mask, T(f_m), first), jnp.where(mask, T(t_m), this)
     j = jnp.clip(at, 0, n - 1)
     args = jnp.where(at >= 0, jnp.stack([site[j], first[j], this[j]]), 0).astype(I32)
-    args = jnp.where(err.code == Code.TYPE, args, 0)
+    return jnp.where(err.code == Code.TYPE, args, 0)
+
+
+def infer_types(ast, sc, limits) -> Types:
+    """Types and the first TypeError of one program: ``_facts``, ``_solve`` (the
+    reference's ``solve``), then check_types' checks as candidates: ``_none_used``,
+    ``_check_join``, ``_arity_checks``, ``_var_sites`` and ``_var_flow``,
+    ``_return_flow``, ``_falls_off``; the first in walk order wins, and ``_err_args``
+    reads its message parameters."""
+    del limits
+    f = _facts(ast, sc)
+    (t, var, ret), seeds = _solve(f, sc)
+    first_seed = _first_seeds(f, seeds[0])
+    is_none, c_none = _none_used(f, t)
+    mixed, c_mixed = _check_join(f, t, is_none)
+    c_arity = _arity_checks(f)
+    s = _var_sites(f, sc, t, var, is_none, first_seed)
+    v = _var_flow(f, t, var, s, first_seed)
+    r = _return_flow(f, sc, t)
+    term, falls, c_falls = _falls_off(f, ast, sc, ret)
+    err, at = pick_node([c_none, c_mixed, *c_arity, *v.cands, *r.cands, c_falls])
+    args = _err_args(f, sc, t, ret, err, at, s, v, r, falls, mixed)
     ret_final = jnp.where(ret == BOT, M_INT, ret)
     return Types(t=t, var=var, ret=ret_final, terminates=term, err=err, err_args=args)
 
