@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import functools
 import importlib
-import inspect
 import json
 import os
 import statistics
@@ -249,38 +248,12 @@ def sweep(ctx: Ctx, bench: str, size: str, make: Callable, jitted, work: Callabl
 # ------------------------------------------------------------------ stage functions
 
 
-def _first_error(*errs):
-    """The first error (in stage order) of each program: per program, the fields of the
-    first Error whose code is not OK."""
-    import jax
-    import jax.numpy as jnp
-
-    out = errs[-1]
-    for e in reversed(errs[:-1]):
-        bad = e.code != 0
-        out = jax.tree.map(lambda a, b, bad=bad: jnp.where(bad, a, b), e, out)
-    return out
-
-
 def encode(sources: list[str], limits):
-    """(source UInt8[B, N], length Int32[B]) on the host: jaxcc.lexer.encode if it
-    exists, else the layout of docs/layouts.md section 1."""
-    try:
-        from jaxcc import lexer
+    """(source UInt8[B, N], length Int32[B]) as numpy arrays: ``jaxcc.lexer.encode``."""
+    from jaxcc import lexer
 
-        if hasattr(lexer, "encode"):
-            src, length = lexer.encode(sources, limits)
-            return np.asarray(src), np.asarray(length)
-    except ImportError:
-        pass
-    n = limits.max_source_bytes
-    src = np.zeros((len(sources), n), np.uint8)
-    length = np.zeros(len(sources), np.int32)
-    for i, s in enumerate(sources):
-        data = s.encode()
-        length[i] = len(data)
-        src[i, : min(n, len(data))] = np.frombuffer(data[:n], np.uint8)
-    return src, length
+    src, length = lexer.encode(sources, limits)
+    return np.asarray(src), np.asarray(length)
 
 
 def jax_block(x):
@@ -290,27 +263,14 @@ def jax_block(x):
 
 
 def compile_fn(limits, optimize: bool = False):
-    """source -> (Program, Error): lexer, parser, middle end (and with ``optimize`` the
-    optimizer, jaxcc.optimize), composed (un-jitted)."""
-    from jaxcc import lexer, middle, parser
-    from jaxcc import optimize as opt
-
-    # a stage that takes the previous stage's Error (docs/layouts.md) gets it
-    parse_takes_error = len(inspect.signature(parser.parse).parameters) >= 3
-    middle_takes_error = len(inspect.signature(middle.middle_end).parameters) >= 4
+    """source -> (Program, Error): ``jaxcc.compiler.compile_arrays`` (with ``optimize``
+    the optimizer too), un-jitted here so that each entry jits it at its own shapes. The
+    debug arrays it also returns are dropped, so XLA does not compute them."""
+    from jaxcc import compiler
 
     def f(src, length):
-        toks, e1 = lexer.lex(src, length, limits)
-        ast, e2 = (
-            parser.parse(toks, limits, e1) if parse_takes_error else parser.parse(toks, limits)
-        )
-        if middle_takes_error:
-            prog, e3 = middle.middle_end(ast, toks, limits, e2)
-        else:
-            prog, e3 = middle.middle_end(ast, toks, limits)
-        if optimize:
-            prog = opt.optimize(prog, limits)
-        return prog, _first_error(e1, e2, e3)
+        c = compiler.compile_arrays(src, length, limits, optimize=optimize)
+        return c.program, c.error
 
     return f
 
