@@ -69,3 +69,12 @@ OPTIMIZE = Limits(
     max_output=64,
     max_steps=100_000,
 )
+
+# the neural verifier and the hybrid on a tiny model (tests/test_neural_verify.py,
+# tests/test_neural_hybrid.py)
+NEURAL_SMALL = Limits(max_source_bytes=256, max_tokens=96, max_indent=8, max_parse_depth=64,
+                      max_nodes=96, max_code=64, max_funcs=3, max_locals=16, max_stack=64,
+                      max_depth=16, max_output=16, max_steps=2000)  # fmt: skip
+
+# the VMs on hand-made bytecode (tests/test_vm.py, tests/test_reference_interp.py)
+VM_SMALL = Limits(max_stack=64, max_depth=8, max_output=16, max_steps=1000)

@@ -22,7 +22,6 @@ import pytest
 
 from jaxcc import isa, lexer
 from jaxcc.errors import Code
-from jaxcc.limits import Limits
 from jaxcc.neural import hybrid as H
 from jaxcc.neural import model as M
 from jaxcc.neural import router
@@ -30,10 +29,9 @@ from jaxcc.neural.hybrid import Path
 from jaxcc.neural.verify import Reason
 from jaxcc.reference.compiler import compile_source
 from jaxcc.reference.interp import run_program
+from property_tests.limits import NEURAL_SMALL
 
-LIM = Limits(max_source_bytes=256, max_tokens=96, max_indent=8, max_parse_depth=64,
-             max_nodes=96, max_code=64, max_funcs=3, max_locals=16, max_stack=64,
-             max_depth=16, max_output=16, max_steps=2000)  # fmt: skip
+LIM = NEURAL_SMALL
 VL = LIM._replace(max_steps=500)
 CFG = M.Config(d_model=32, n_layers=1, n_heads=2, d_ff=64, max_src=96, max_out=96, remat=False)
 # candidates (2 sampled + 2 injected), sub-batch capacity, probes per function (with 8, only

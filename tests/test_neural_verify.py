@@ -18,14 +18,12 @@ import pytest
 from jaxcc import compiler, lexer, pipeline
 from jaxcc.errors import Code
 from jaxcc.isa import Op
-from jaxcc.limits import Limits
 from jaxcc.neural import verify
 from jaxcc.neural.verify import Reason
 from jaxcc.reference.host_lex import host_lex_many
+from property_tests.limits import NEURAL_SMALL
 
-LIM = Limits(max_source_bytes=256, max_tokens=96, max_indent=8, max_parse_depth=64,
-             max_nodes=96, max_code=64, max_funcs=3, max_locals=16, max_stack=64,
-             max_depth=16, max_output=16, max_steps=2000)  # fmt: skip
+LIM = NEURAL_SMALL
 N_PROBES = 32
 
 F_SRC = "def f(a, b):\n    if a < 10:\n        return a + b\n    return a - b\nprint(f(20, 2))\n"

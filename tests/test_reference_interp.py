@@ -16,11 +16,12 @@ from jaxcc.errors import Code, Value
 from jaxcc.isa import Op
 from jaxcc.limits import Limits
 from jaxcc.reference.interp import run_batch, run_program
+from property_tests.limits import VM_SMALL
 
 SLOW = os.environ.get("JAXCC_SLOW") == "1"
 N_EX = 300 if SLOW else 40
 INT_MIN, INT_MAX = -(2**31), 2**31 - 1
-SMALL = Limits(max_stack=64, max_depth=8, max_output=16, max_steps=1000)
+SMALL = VM_SMALL
 
 
 class Rel(int):

@@ -18,11 +18,11 @@ import pytest
 from jaxcc import isa, vm
 from jaxcc.errors import RUNTIME_CODES, Code, Value
 from jaxcc.isa import Op
-from jaxcc.limits import Limits
 from jaxcc.reference.interp import run_program
+from property_tests.limits import VM_SMALL
 
 INT_MIN, INT_MAX = -(2**31), 2**31 - 1
-SMALL = Limits(max_stack=64, max_depth=8, max_output=16, max_steps=1000)
+SMALL = VM_SMALL
 I_PAD, F_PAD, A_PAD = 48, 4, 3
 FIELDS = isa.RunResult._fields
 
