@@ -98,6 +98,15 @@ class Op(enum.IntEnum):
     PRINT_BOOL = 39  # arg: depth d >= 1; emit (OUT_BOOL, stack[sp - d]); no pop
     PRINT_NEWLINE = 40  # emit (OUT_NEWLINE, 0)
     ASSERT = 41  # pop a; AssertionError if a == 0
+    # compare-and-branch: pop b, pop a; jump if (a OP b). Only the optimizer emits them
+    # (a comparison followed by JUMP_IF_FALSE / JUMP_IF_TRUE, fused); the compilers and
+    # the neural model never do.
+    JUMP_IF_LT = 42
+    JUMP_IF_LE = 43
+    JUMP_IF_GT = 44
+    JUMP_IF_GE = 45
+    JUMP_IF_EQ = 46
+    JUMP_IF_NE = 47
 
 
 # FOR_RANGE t, with the operand stack [.., c, stop, step] (c = next value):
@@ -180,6 +189,17 @@ INFO: dict[Op, OpInfo] = {
     Op.PRINT_BOOL: OpInfo(ArgKind.DEPTH, 0, 0, False),
     Op.PRINT_NEWLINE: OpInfo(ArgKind.NONE, 0, 0, False),
     Op.ASSERT: OpInfo(ArgKind.NONE, 1, 0, False),
+    **{
+        op: OpInfo(ArgKind.TARGET, 2, 0, True)
+        for op in (
+            Op.JUMP_IF_LT,
+            Op.JUMP_IF_LE,
+            Op.JUMP_IF_GT,
+            Op.JUMP_IF_GE,
+            Op.JUMP_IF_EQ,
+            Op.JUMP_IF_NE,
+        )
+    },
 }
 assert set(INFO) == set(Op)
 
@@ -187,6 +207,10 @@ N_OPS = len(Op)
 BINARY_OPS = tuple(op for op in Op if INFO[op][:3] == _B[:3])
 UNARY_OPS = (Op.NEG, Op.INVERT, Op.NOT, Op.ABS)
 JUMP_OPS = tuple(op for op in Op if INFO[op].jumps)
+# comparison opcode -> the compare-and-branch that jumps when it is true
+COMPARE_JUMP = {Op.LT: Op.JUMP_IF_LT, Op.LE: Op.JUMP_IF_LE, Op.GT: Op.JUMP_IF_GT,
+                Op.GE: Op.JUMP_IF_GE, Op.EQ: Op.JUMP_IF_EQ, Op.NE: Op.JUMP_IF_NE}  # fmt: skip
+COMPARE_JUMP_OPS = tuple(COMPARE_JUMP.values())
 
 
 def decode_tables() -> dict[str, np.ndarray]:

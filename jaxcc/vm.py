@@ -10,7 +10,7 @@ Design (why it looks like this):
 
 * The step is branch-free and table-driven: every lane decodes its instruction through a
   small per-opcode table, computes the few candidate results (all arithmetic, all checks)
-  and selects with ``jnp.where``. ``lax.switch`` under ``vmap`` would run all 42 branches.
+  and selects with ``jnp.where``. ``lax.switch`` under ``vmap`` would run all 48 branches.
 * A fixed-count ``lax.fori_loop`` of ``inner_steps`` steps runs inside an outer
   ``lax.while_loop(any lane running)``: the data-dependent predicate costs a host sync, so
   it is paid once per ``inner_steps`` steps. Finished lanes are masked (they change nothing).
@@ -763,6 +763,7 @@ def _registers(s: Lane, f: _Fetched, x: _Outcome) -> _Registers:
     """pc, sp, the frame registers and the output count after the step."""
     o, a, pops_t, pushes_t, is_call = f.o, f.a, f.pops_t, f.pushes_t, f.is_call
     is_ret, f_entry, f_np, f_nl, f_ms, top = f.is_ret, f.f_entry, f.f_np, f.f_nl, f.f_ms, f.top
+    second = f.second
     ret_pc, ret_fp, ret_fn, ret_serial = f.ret_pc, f.ret_fp, f.ret_fn, f.ret_serial
     is_for, r_more, new_fp, is_print, steps = x.is_for, x.r_more, x.new_fp, x.is_print, x.steps
     # --- control flow
@@ -774,6 +775,13 @@ def _registers(s: Lane, f: _Fetched, x: _Outcome) -> _Registers:
         | ((o == Op.JUMP_IF_FALSE_OR_POP) & (top == 0))
         | ((o == Op.JUMP_IF_TRUE_OR_POP) & (top != 0))
         | (is_for & ~r_more)
+        # compare-and-branch: pop b (top), pop a (second); jump if a OP b
+        | ((o == Op.JUMP_IF_LT) & (second < top))
+        | ((o == Op.JUMP_IF_LE) & (second <= top))
+        | ((o == Op.JUMP_IF_GT) & (second > top))
+        | ((o == Op.JUMP_IF_GE) & (second >= top))
+        | ((o == Op.JUMP_IF_EQ) & (second == top))
+        | ((o == Op.JUMP_IF_NE) & (second != top))
     )
     pc = jnp.where(taken, a, nxt)
     pc = jnp.where(is_call, f_entry, pc)

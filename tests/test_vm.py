@@ -194,6 +194,50 @@ case(
     fn([(Op.JUMP, 3), (LC, 1), Op.RETURN_VALUE, (LC, 2), Op.RETURN_VALUE], maxstack=1),
     expect=dict(status=Code.OK, result=2, steps=3),
 )
+# compare-and-branch (the optimizer's fused comparison + conditional jump): pop b, pop a,
+# jump if a OP b; push 1 for taken, 2 for not. Each operator on less, equal, greater and
+# the int32 extremes (no wrap-around in the comparison).
+_CMP_JUMPS = {Op.JUMP_IF_LT: lambda a, b: a < b, Op.JUMP_IF_LE: lambda a, b: a <= b,
+              Op.JUMP_IF_GT: lambda a, b: a > b, Op.JUMP_IF_GE: lambda a, b: a >= b,
+              Op.JUMP_IF_EQ: lambda a, b: a == b, Op.JUMP_IF_NE: lambda a, b: a != b}  # fmt: skip
+for _op, _f in _CMP_JUMPS.items():
+    for _a, _b in [(1, 2), (2, 2), (3, 2), (INT_MIN, INT_MAX), (INT_MAX, INT_MIN), (-1, 0)]:
+        case(
+            f"{_op.name}_{_a}_{_b}",
+            fn(
+                [(LC, _a), (LC, _b), (_op, 5), (LC, 2), Op.RETURN_VALUE, (LC, 1), Op.RETURN_VALUE],
+                maxstack=2,
+            ),  # fmt: skip
+            expect=dict(status=Code.OK, result=1 if _f(_a, _b) else 2, steps=5),
+        )
+    # both operands are popped on either path: the stack is empty after it
+    case(
+        f"{_op.name}_pops_both",
+        fn([(LC, 7), (LC, 3), (LC, 4), (_op, 4), Op.RETURN_VALUE], maxstack=3),
+        expect=dict(status=Code.OK, result=7, steps=5),
+    )
+# a loop counting to 10 with a compare-and-branch at the bottom (local 0 = i)
+case(
+    "compare_and_branch_loop",
+    fn(
+        [
+            (LC, 0),
+            (Op.STORE_VAR, 0),
+            (Op.LOAD_VAR, 0),
+            (LC, 1),
+            Op.ADD,
+            (Op.STORE_VAR, 0),
+            (Op.LOAD_VAR, 0),
+            (LC, 10),
+            (Op.JUMP_IF_LT, 2),
+            (Op.LOAD_VAR, 0),
+            Op.RETURN_VALUE,
+        ],
+        nlocals=1,
+        maxstack=2,
+    ),  # fmt: skip
+    expect=dict(status=Code.OK, result=10, steps=2 + 7 * 10 + 2),
+)
 
 
 def range_sum(start, stop, step, maxstack=5):
@@ -464,6 +508,43 @@ case(
     fn([(LC, 1), (Op.JUMP_IF_FALSE, 99)], maxstack=1),
     expect=dict(status=IB, pc=1),
 )
+# compare-and-branch on hostile bytecode: the same statuses as JUMP_IF_FALSE's (pc,
+# steps, line included): its target is checked taken or not, and it needs two operands
+for _op in (Op.JUMP_IF_FALSE, *_CMP_JUMPS):
+    _k = isa.INFO[_op].pops
+    _push = [(LC, 1)] * _k
+    case(
+        f"{_op.name}_target_too_big",
+        fn([*_push, (_op, _k + 1)], maxstack=2),
+        expect=dict(status=IB, pc=_k, steps=_k + 1, line=100 + _k),
+    )
+    case(
+        f"{_op.name}_target_negative",
+        fn([*_push, (_op, -1)], maxstack=2),
+        expect=dict(status=IB, pc=_k, steps=_k + 1, line=100 + _k),
+    )
+    case(
+        f"{_op.name}_target_huge_untaken",
+        fn([(LC, 0)] * _k + [(_op, INT_MAX)], maxstack=2),
+        expect=dict(status=IB, pc=_k, steps=_k + 1),
+    )
+    case(
+        f"{_op.name}_underflow_empty",
+        fn([(_op, 0)], maxstack=2),
+        expect=dict(status=IB, pc=0, steps=1, line=100),
+    )
+    # one item fewer than it pops (for JUMP_IF_FALSE: the empty stack again)
+    case(
+        f"{_op.name}_underflow_short",
+        fn([(LC, 1)] * (_k - 1) + [(_op, 0)], maxstack=2),
+        expect=dict(status=IB, pc=_k - 1, steps=_k),
+    )
+    # the operands must be above the frame's locals (one operand and one local here)
+    case(
+        f"{_op.name}_underflow_into_locals",
+        fn([(LC, 5), (Op.STORE_VAR, 0)] + [(LC, 1)] * (_k - 1) + [(_op, 0)], nlocals=1, maxstack=2),
+        expect=dict(status=IB, pc=_k + 1, steps=_k + 2),
+    )
 case("func_bad", fn([(Op.CALL, 1)]), expect=dict(status=IB))
 case("func_negative", fn([(Op.CALL, -1)]), expect=dict(status=IB))
 case("print_depth_zero", fn([(LC, 1), (Op.PRINT_INT, 0)], maxstack=1), expect=dict(status=IB))

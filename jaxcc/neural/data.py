@@ -371,7 +371,7 @@ def _classify(t: int) -> tuple[str, int]:
         return "UNUSED", t
     if t < V.OP_BASE:
         return ("SPECIAL", t) if t < len(V._SPECIAL) else ("UNUSED", t)
-    if t < V.OP_BASE + isa.N_OPS:
+    if t < V.OP_BASE + V.N_MODEL_OPS:  # the model's opcodes (not the optimizer's 42-47)
         return "OP", t - V.OP_BASE
     for base, n, cls in ((V.VAR_BASE, V.N_VARS, "VAR"), (V.LIT_BASE, V.N_LITS, "LIT"),
                          (V.LAB_BASE, V.N_LABELS, "LAB"), (V.NUM_BASE, V.N_NUMS, "N")):  # fmt: skip

@@ -79,6 +79,7 @@ _NEEDS[[Op.CALL, Op.POP_N]] = 0
 _PUSH_MAX = np.maximum(_FALL_DELTA, 0)  # how far above the current depth an op can go
 _ALLOWED_OPS = np.ones(isa.N_OPS, bool)
 _ALLOWED_OPS[Op.NOP] = False  # never emitted by the compiler; nothing to learn from it
+_ALLOWED_OPS[V.N_MODEL_OPS :] = False  # compare-and-branch: the optimizer's, not the model's
 
 
 class Context(NamedTuple):

@@ -67,7 +67,12 @@ MAX_PARAMS = 8  # parameters per function
 MAX_DEPTH = 31  # operand-stack depth the mask allows
 
 OP_BASE = 16
-VAR_BASE = OP_BASE + isa.N_OPS + 6  # 64
+# The opcodes the model was trained on (frozen with the shipped weights): the six
+# compare-and-branch opcodes appended after them (42-47, only the optimizer emits them)
+# take token ids OP_BASE + 42 .. 63, which were unused, and the grammar never allows them.
+N_MODEL_OPS = 42
+VAR_BASE = OP_BASE + N_MODEL_OPS + 6  # 64
+assert OP_BASE + isa.N_OPS <= VAR_BASE
 LIT_BASE = VAR_BASE + N_VARS
 LAB_BASE = LIT_BASE + N_LITS
 NUM_BASE = LAB_BASE + N_LABELS

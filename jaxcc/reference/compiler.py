@@ -1051,6 +1051,8 @@ def stack_depths(op, arg, start: int, nparams_of) -> dict[int, int]:
             succ = [(a, d)]
         elif o in (Op.JUMP_IF_FALSE, Op.JUMP_IF_TRUE):
             succ = [(pc + 1, d - 1), (a, d - 1)]
+        elif o in isa.COMPARE_JUMP_OPS:  # the optimizer's compare-and-branch
+            succ = [(pc + 1, d - 2), (a, d - 2)]
         elif o in (Op.JUMP_IF_FALSE_OR_POP, Op.JUMP_IF_TRUE_OR_POP):
             succ = [(pc + 1, d - 1), (a, d)]
         elif o == Op.FOR_RANGE:

@@ -120,8 +120,15 @@ _K_NONE, _K_CONST, _K_SLOT, _K_TARGET, _K_FUNC, _K_DEPTH, _K_COUNT = (
     PRINT_BOOL,
     PRINT_NEWLINE,
     ASSERT,
-) = range(Op.ASSERT + 1)  # the opcodes with an arm below (appended ones: _TABLE_ONLY)
+    JUMP_IF_LT,
+    JUMP_IF_LE,
+    JUMP_IF_GT,
+    JUMP_IF_GE,
+    JUMP_IF_EQ,
+    JUMP_IF_NE,
+) = range(Op.JUMP_IF_NE + 1)  # the opcodes with an arm below (appended ones: _TABLE_ONLY)
 assert (ASSERT, FOR_RANGE, CALL) == (Op.ASSERT, Op.FOR_RANGE, Op.CALL)
+assert (JUMP_IF_LT, JUMP_IF_NE) == (Op.JUMP_IF_LT, Op.JUMP_IF_NE)
 
 # Arithmetic opcodes without an arm of their own in _run (none today): an opcode appended
 # to isa.py with a row in ops.py runs that row's semantics (tests/test_ops.py checks the
@@ -454,6 +461,23 @@ def _run(program: isa.Program, limits: Limits, entry: int, args: list[int], trac
         elif o == JUMP_IF_TRUE:
             sp -= 1
             pc = a if stack[sp] != 0 else pc + 1
+        elif JUMP_IF_LT <= o <= JUMP_IF_NE:  # compare-and-branch: jump if a OP b
+            y = stack[sp - 1]
+            x = stack[sp - 2]
+            sp -= 2
+            if o == JUMP_IF_LT:
+                c = x < y
+            elif o == JUMP_IF_LE:
+                c = x <= y
+            elif o == JUMP_IF_GT:
+                c = x > y
+            elif o == JUMP_IF_GE:
+                c = x >= y
+            elif o == JUMP_IF_EQ:
+                c = x == y
+            else:  # JUMP_IF_NE
+                c = x != y
+            pc = a if c else pc + 1
         elif o == JUMP_IF_FALSE_OR_POP:
             if stack[sp - 1] == 0:
                 pc = a
