@@ -164,7 +164,8 @@ def _add_backend_options(p: argparse.ArgumentParser) -> None:
     )
 
 
-OPT_PASSES = ("thread", "unreachable", "fold", "peephole", "deadstore")  # jaxcc.optimize.PASSES
+OPT_PASSES = ("thread", "unreachable", "fold", "peephole", "deadstore", "cmpjump",
+              "invert")  # jaxcc.optimize.PASSES  # fmt: skip
 
 
 def _add_optimizer_options(p: argparse.ArgumentParser) -> None:

@@ -26,7 +26,10 @@ How the sequential algorithms become array code:
   (k - 1, k - 2); constant operations are evaluated with ``ops.evaluate`` for every
   binary and unary opcode, and kept only where no check fires;
 * compaction: an exclusive prefix sum of "kept" gives each instruction its new index;
-  targets and entries are mapped through it; one scatter moves the code.
+  targets and entries are mapped through it; one scatter moves the code;
+* loop inversion grows the code, so it is compaction in reverse: an exclusive prefix sum
+  of each inverted back edge's growth gives the new indices (an inclusive one decides
+  which fit the code length), and a scatter of a few layers writes the copies.
 """
 
 from __future__ import annotations
@@ -44,13 +47,14 @@ from jaxcc.errors import Code
 from jaxcc.isa import Op
 from jaxcc.limits import DEFAULT, Limits
 
-PASSES = ("thread", "unreachable", "fold", "peephole", "deadstore")
+PASSES = ("thread", "unreachable", "fold", "peephole", "deadstore", "cmpjump", "invert")
 MAX_ROUNDS = 32
 
 i32 = jnp.int32
 _JUMPS = (Op.JUMP, Op.FOR_RANGE, Op.JUMP_IF_FALSE, Op.JUMP_IF_TRUE,
-          Op.JUMP_IF_FALSE_OR_POP, Op.JUMP_IF_TRUE_OR_POP)  # fmt: skip
+          Op.JUMP_IF_FALSE_OR_POP, Op.JUMP_IF_TRUE_OR_POP, *isa.COMPARE_JUMP_OPS)  # fmt: skip
 _COND = (Op.JUMP_IF_FALSE, Op.JUMP_IF_TRUE, Op.JUMP_IF_FALSE_OR_POP, Op.JUMP_IF_TRUE_OR_POP)
+_COMPARE = (Op.LT, Op.LE, Op.GT, Op.GE, Op.EQ, Op.NE)
 # right identities: x OP e == x for every int32 x, without any check firing
 _IDENTITY = {Op.ADD: 0, Op.SUB: 0, Op.OR: 0, Op.XOR: 0, Op.LSHIFT: 0, Op.RSHIFT: 0,
              Op.MUL: 1, Op.FLOORDIV: 1, Op.POW: 1, Op.AND: -1}  # fmt: skip
@@ -257,9 +261,9 @@ def rewrite(c: _Code, passes: tuple, words: int) -> _Code:
     op = jnp.where(valid, c.op, -1)
     arg = c.arg
     free = ~_targets(c)
-    p1, p2 = _shift(op, 1, -1), _shift(op, 2, -1)
+    p1, p2, p3 = _shift(op, 1, -1), _shift(op, 2, -1), _shift(op, 3, -1)
     a1, a2 = _shift(arg, 1, 0), _shift(arg, 2, 0)
-    free1 = _shift(free, 1, True)
+    free1, free2 = _shift(free, 1, True), _shift(free, 2, True)
     lc1, lc2 = p1 == Op.LOAD_CONST, p2 == Op.LOAD_CONST
     binary, unary = _is(op, isa.BINARY_OPS), _is(op, isa.UNARY_OPS)
     false = jnp.zeros((size,), bool)
@@ -271,6 +275,12 @@ def rewrite(c: _Code, passes: tuple, words: int) -> _Code:
         rules.append((binary & lc1 & lc2 & free1 & free & ok2, Op.LOAD_CONST, v2, True, True))
         v1, ok1 = _evaluate_all(isa.UNARY_OPS, op, a1)
         rules.append((unary & lc1 & free & ok1, Op.LOAD_CONST, v1, True, False))
+        # a compare-and-branch on two constants: a JUMP (taken) or nothing
+        cmpj = _is(op, isa.COMPARE_JUMP_OPS) & lc1 & lc2 & free1 & free
+        as_cmp = _table({j: c for c, j in isa.COMPARE_JUMP.items()}, 0)[jnp.clip(op, 0, isa.N_OPS)]
+        taken, _ = _evaluate_all(_COMPARE, as_cmp, a2, a1)
+        rules.append((cmpj & (taken != 0), Op.JUMP, arg, True, True))
+        rules.append((cmpj & (taken == 0), -1, arg, True, True))
         cond = _is(op, _COND) & lc1 & free
         on_true = _is(op, (Op.JUMP_IF_TRUE, Op.JUMP_IF_TRUE_OR_POP))
         jumps = (a1 != 0) == on_true
@@ -298,6 +308,18 @@ def rewrite(c: _Code, passes: tuple, words: int) -> _Code:
         flip = _is(op, (Op.JUMP_IF_FALSE, Op.JUMP_IF_TRUE)) & (p1 == Op.NOT) & free & not_kept
         flipped = jnp.where(op == Op.JUMP_IF_FALSE, i32(Op.JUMP_IF_TRUE), i32(Op.JUMP_IF_FALSE))
         rules.append((flip, flipped, arg, True, False))
+    if "cmpjump" in passes:
+        # COMPARE; JUMP_IF_FALSE t -> JUMP_IF_<negated> t, COMPARE; JUMP_IF_TRUE t ->
+        # JUMP_IF_<same> t, unless the comparison is folded itself (fold's binary rule)
+        neg = _table(_NEGATE, -1)
+        np1 = jnp.clip(p1, 0, isa.N_OPS)
+        cmp_folded = (
+            ("fold" in passes) & (p2 == Op.LOAD_CONST) & (p3 == Op.LOAD_CONST) & free2 & free1
+        )
+        cmp = jnp.where(op == Op.JUMP_IF_TRUE, np1, neg[np1])
+        fused = _table(isa.COMPARE_JUMP, -1)[jnp.clip(cmp, 0, isa.N_OPS)]
+        at = _is(op, (Op.JUMP_IF_FALSE, Op.JUMP_IF_TRUE)) & _is(p1, _COMPARE) & free & ~cmp_folded
+        rules.append((at, fused, arg, True, False))
     if "deadstore" in passes:
         live = live_after(c, words)
         s = jnp.clip(arg, 0, 32 * words - 1)
@@ -323,6 +345,83 @@ def rewrite(c: _Code, passes: tuple, words: int) -> _Code:
     return compact(c._replace(op=new_op, arg=new_arg), deleted)
 
 
+# -- loop inversion ---------------------------------------------------------------------
+
+_TEST_OPS = (Op.LOAD_VAR, Op.LOAD_CONST, *isa.BINARY_OPS, *isa.UNARY_OPS)
+TEST_MAX = 4
+_INVERTED = {Op.JUMP_IF_FALSE: Op.JUMP_IF_TRUE, Op.JUMP_IF_TRUE: Op.JUMP_IF_FALSE,
+             **{isa.COMPARE_JUMP[a]: isa.COMPARE_JUMP[b] for a, b in _NEGATE.items()}}  # fmt: skip
+
+
+def invert_loops(c: _Code) -> _Code:
+    """Loop inversion (the reference's ``invert_loops``): every back-edge ``JUMP h`` to a
+    short test becomes a copy of the test with the inverted jump to the loop body. The code
+    grows, so this is compaction in reverse: an inclusive prefix sum of each accepted
+    JUMP's growth decides which fit (a prefix of the candidates, as the sum only grows),
+    an exclusive one gives every instruction its new index, targets and entries are
+    mapped through it, and one scatter of TEST_MAX + 2 layers writes the code (layer k:
+    every other instruction at k = 0, a copy's k-th instruction)."""
+    size = c.op.shape[0]
+    idx = jnp.arange(size, dtype=i32)
+    valid = _valid(c)
+
+    def at(x, p):
+        return x[jnp.clip(p, 0, size - 1)]
+
+    h = c.arg
+    cand = valid & (c.op == Op.JUMP) & (h >= 0) & (h < idx)
+    m, counting = jnp.zeros((size,), i32), cand
+    for k in range(TEST_MAX + 1):
+        is_test = (h + k < idx) & _is(at(c.op, h + k), _TEST_OPS)
+        counting = counting & is_test
+        m = m + counting.astype(i32)  # leading test instructions (TEST_MAX + 1: too many)
+    cpos = h + m
+    inv = _table(_INVERTED, -1)[jnp.clip(at(c.op, cpos), 0, isa.N_OPS)]
+    e = at(c.arg, cpos)
+    nxt_op, nxt_arg = _shift(c.op, -1, -1), _shift(c.arg, -1, 0)
+    falls_to_e = (e == idx + 1) | ((idx + 1 < c.n) & (nxt_op == Op.JUMP) & (nxt_arg == e))
+    jump = ~falls_to_e  # a JUMP e after the copy
+    ok = cand & (m <= TEST_MAX) & (cpos < idx) & (inv >= 0)
+    want = m + jump.astype(i32)
+    accepted = ok & (c.n + jnp.cumsum(jnp.where(ok, want, 0)) <= size)
+    grow = jnp.where(accepted, want, 0)
+    new_index = idx + jnp.cumsum(grow) - grow
+    total = jnp.sum(grow)
+    pos = jnp.concatenate([new_index, (size + total)[None]])  # [I + 1]: t in [0, I]
+
+    def move(t, okay):
+        return jnp.where(okay & (t >= 0) & (t <= c.n), pos[jnp.clip(t, 0, size)], t)
+
+    arg = move(c.arg, valid & _is(c.op, _JUMPS))
+    dests, ops_, args_, lines_ = [], [], [], []
+    for k in range(TEST_MAX + 2):
+        copy = accepted & (k < m)
+        cond = accepted & (k == m)
+        jmp = accepted & jump & (k == m + 1)
+        plain = valid & ~accepted & (k == 0)
+        src = jnp.clip(jnp.minimum(h + k, cpos), 0, size - 1)  # the JUMP e: c's line
+        dests.append(jnp.where(copy | cond | jmp | plain, new_index + k, size))
+        ops_.append(
+            jnp.where(copy, c.op[src], jnp.where(cond, inv, jnp.where(jmp, i32(Op.JUMP), c.op)))
+        )
+        args_.append(
+            jnp.where(
+                copy,
+                c.arg[src],
+                jnp.where(cond, move(cpos + 1, True), jnp.where(jmp, move(e, True), arg)),
+            )
+        )
+        lines_.append(jnp.where(copy | cond | jmp, c.line[src], c.line))  # fmt: skip
+    dest = jnp.concatenate(dests)
+
+    def scatter(parts):
+        return jnp.zeros((size + 1,), i32).at[dest].set(jnp.concatenate(parts))[:size]
+
+    f = jnp.arange(c.entry.shape[0], dtype=i32)
+    return _Code(scatter(ops_), scatter(args_), scatter(lines_), c.n + total,
+                 move(c.entry, f < c.nf), c.nf)  # fmt: skip
+
+
 # -- the driver -------------------------------------------------------------------------
 
 
@@ -331,8 +430,10 @@ def _round(c: _Code, passes: tuple, words: int) -> _Code:
         c = thread(c)
     if "unreachable" in passes:
         c = compact(c, ~reachable(c))
-    if {"fold", "peephole", "deadstore"} & set(passes):
+    if {"fold", "peephole", "deadstore", "cmpjump"} & set(passes):
         c = rewrite(c, passes, words)
+    if "invert" in passes:
+        c = invert_loops(c)
     return c
 
 

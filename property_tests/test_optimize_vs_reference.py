@@ -143,6 +143,9 @@ def check_sources(sources: list[str], seed: int) -> None:
     p1 = ropt.optimize(p0)
     assert_programs_equal(device_optimize(p0), p1, "device vs reference", sources)
     assert check_behaviour(p0, p1, ok, seed) > 0
+    # the compare-and-branch rule fires on these programs (so the runs above cover it)
+    valid = np.arange(np.shape(p1.op)[1])[None, :] < np.asarray(p1.n_code)[:, None]
+    assert np.isin(np.asarray(p1.op)[valid], isa.COMPARE_JUMP_OPS).sum() > 0
 
 
 def test_generated_programs():

@@ -95,6 +95,58 @@ FIRES = [
       (C, 0), (L, 1), (Op.SUB, 0), (V, 0), (Op.JUMP, 0), (C, 0), (S, 0), (L, 0), (S, 0)]),
     ("print() leaves no POP_N 0", "print()\n", 0, ("peephole",),
      [(Op.PRINT_NEWLINE, 0), (L, 0), (S, 0)]),
+    ("cmpjump: if a < b", "def f(a, b):\n    if a < b:\n        return 1\n    return 2\n", 1,
+     ("cmpjump",), [(C, 0), (C, 1), (Op.JUMP_IF_GE, 5), (L, 1), (S, 0), (L, 2), (S, 0), (L, 0),
+                    (S, 0)]),
+    ("cmpjump: while n != 0", "def f(n):\n    while n != 0:\n        n = n - 1\n    return n\n",
+     1, ("cmpjump",), [(C, 0), (L, 0), (Op.JUMP_IF_EQ, 8), (C, 0), (L, 1), (Op.SUB, 0), (V, 0),
+                       (Op.JUMP, 0), (C, 0), (S, 0), (L, 0), (S, 0)]),
+    ("cmpjump: every comparison, negated", "def f(a, b):\n    if a <= b:\n        a = 1\n"
+     "    if a > b:\n        a = 2\n    if a >= b:\n        a = 3\n    if a == b:\n"
+     "        a = 4\n    return a\n", 1, ("cmpjump",),
+     [(C, 0), (C, 1), (Op.JUMP_IF_GT, 5), (L, 1), (V, 0), (C, 0), (C, 1), (Op.JUMP_IF_LE, 10),
+      (L, 2), (V, 0), (C, 0), (C, 1), (Op.JUMP_IF_LT, 15), (L, 3), (V, 0), (C, 0), (C, 1),
+      (Op.JUMP_IF_NE, 20), (L, 4), (V, 0), (C, 0), (S, 0), (L, 0), (S, 0)]),
+    ("cmpjump: or, a JUMP_IF_TRUE once threaded", "def f(a, b, c, d):\n    if a < b or c < d:\n"
+     "        return 1\n    return 2\n", 1, ("thread", "cmpjump"),
+     [(C, 0), (C, 1), (Op.JUMP_IF_LT, 6), (C, 2), (C, 3), (Op.JUMP_IF_GE, 8), (L, 1), (S, 0),
+      (L, 2), (S, 0), (L, 0), (S, 0)]),
+    ("cmpjump: while not a == b (peephole first)", "def f(a, b):\n    while not a == b:\n"
+     "        a = a + 1\n    return a\n", 1, ("peephole", "cmpjump"),
+     [(C, 0), (C, 1), (Op.JUMP_IF_EQ, 8), (C, 0), (L, 1), (Op.ADD, 0), (V, 0), (Op.JUMP, 0),
+      (C, 0), (S, 0), (L, 0), (S, 0)]),
+    ("cmpjump: not where the comparison is folded", "def f(a):\n    if 2 < 1:\n        a = 5\n"
+     "    return a\n", 1, ("fold", "cmpjump", "unreachable", "peephole"), [(C, 0), (S, 0)]),
+    ("invert: while i < n", "def f(n):\n    i = 0\n    while i < n:\n        i += 1\n"
+     "    return i\n", 1, ("cmpjump", "invert"),
+     [(L, 0), (V, 1), (C, 1), (C, 0), (Op.JUMP_IF_GE, 12), (C, 1), (L, 1), (Op.ADD, 0), (V, 1),
+      (C, 1), (C, 0), (Op.JUMP_IF_LT, 5), (C, 1), (S, 0), (L, 0), (S, 0)]),
+    ("invert: while a (a JUMP_IF_FALSE test)", "def f(a):\n    while a:\n        a = a // 2\n"
+     "    return a\n", 1, ("invert",),
+     [(C, 0), (Op.JUMP_IF_FALSE, 8), (C, 0), (L, 2), (Op.FLOORDIV, 0), (V, 0), (C, 0),
+      (Op.JUMP_IF_TRUE, 2), (C, 0), (S, 0), (L, 0), (S, 0)]),
+    ("invert: a test of 4 instructions", "def f(n):\n    i = 0\n    while i + 1 < n:\n"
+     "        i += 1\n    return i\n", 1, ("cmpjump", "invert"),
+     [(L, 0), (V, 1), (C, 1), (L, 1), (Op.ADD, 0), (C, 0), (Op.JUMP_IF_GE, 16), (C, 1), (L, 1),
+      (Op.ADD, 0), (V, 1), (C, 1), (L, 1), (Op.ADD, 0), (C, 0), (Op.JUMP_IF_LT, 7), (C, 1),
+      (S, 0), (L, 0), (S, 0)]),
+    ("invert: the copy's MUL can overflow (its line is kept)", "def f(n):\n    i = 1\n"
+     "    while i * i < n:\n        i = i * 2\n    return i\n", 1, ropt.PASSES,
+     [(L, 1), (V, 1), (C, 1), (C, 1), (Op.MUL, 0), (C, 0), (Op.JUMP_IF_GE, 16), (C, 1), (L, 2),
+      (Op.MUL, 0), (V, 1), (C, 1), (C, 1), (Op.MUL, 0), (C, 0), (Op.JUMP_IF_LT, 7), (C, 1),
+      (S, 0)]),
+    ("invert: a while in a for (the copy jumps back to the for)", "def f(n):\n    s = 0\n"
+     "    for j in range(n):\n        i = 0\n        while i < j:\n            i += 1\n"
+     "            s += i\n    return s\n", 1, ropt.PASSES,
+     [(L, 0), (V, 1), (L, 0), (C, 0), (L, 1), (Op.FOR_RANGE, 24), (V, 2), (L, 0), (V, 3), (C, 3),
+      (C, 2), (Op.JUMP_IF_GE, 5), (C, 3), (L, 1), (Op.ADD, 0), (V, 3), (C, 1), (C, 3),
+      (Op.ADD, 0), (V, 1), (C, 3), (C, 2), (Op.JUMP_IF_LT, 12), (Op.JUMP, 5), (C, 1), (S, 0)]),
+    ("fold: a compare-and-branch on constants, not taken", "x = 3\nif x < 5:\n    print(1)\n",
+     0, ("deadstore", "cmpjump", "fold"),
+     [(L, 1), (Op.PRINT_INT, 1), (Op.PRINT_NEWLINE, 0), (Op.POP_N, 1), (L, 0), (S, 0)]),
+    ("fold: a compare-and-branch on constants, taken", "x = 7\nif x < 5:\n    print(1)\n"
+     "print(2)\n", 0, ("deadstore", "cmpjump", "fold", "unreachable", "peephole"),
+     [(L, 2), (Op.PRINT_INT, 1), (Op.PRINT_NEWLINE, 0), (Op.POP_N, 1), (L, 0), (S, 0)]),
 ]  # fmt: skip
 
 
@@ -104,7 +156,12 @@ def test_pass_fires(name, source, fn, passes, want):
     assert code_of(source, passes, fn) == want
     # threading alone keeps the count (a jump skips a jump: fewer steps, see
     # test_hand_cases_device_equals_reference_and_behave_the_same); the others shrink it
-    assert len(want) < len(before) or (passes == ("thread",) and want != before)
+    # loop inversion makes it longer (it saves steps: test_invert_saves_a_jump_per_iteration)
+    assert (
+        len(want) < len(before)
+        or (passes == ("thread",) and want != before)
+        or ("invert" in passes and want != before)
+    )
 
 
 # folds that would raise: (expression, the opcode that must stay, the error it raises)
@@ -146,12 +203,81 @@ NOT_FIRES = [
      ("deadstore",)),
     ("x + 1 - 1 is not an identity", "def f(x):\n    return x + 1 - 1\n", ("peephole",)),
     ("a jump into the pattern", "def f(a):\n    return 3 if a else 4\n", ("fold",)),
+    ("cmpjump: a jump to the conditional jump", "def f(a, b, c):\n    if a > 0 and b < c:\n"
+     "        return 1\n    return 2\n", ("cmpjump",)),
+    ("cmpjump: a comparison before JUMP_IF_FALSE_OR_POP", "def f(a, b, c):\n"
+     "    return a < b and c > 0\n", ("cmpjump",)),
+    ("cmpjump: a comparison that is not before a jump", "def f(a, b):\n    x = a < b\n"
+     "    print(x)\n    return 0\n", ("cmpjump",)),
 ]  # fmt: skip
 
 
 @pytest.mark.parametrize("name, source, passes", NOT_FIRES, ids=[n[0] for n in NOT_FIRES])
 def test_pass_does_not_fire(name, source, passes):
     assert code_of(source, passes, 1) == code_of(source, (), 1)
+
+
+# loop tests that are not copied: (source, function); invert alone must leave it as it is
+NOT_INVERTED = [
+    ("def f(n):\n    i = 0\n    while f(i) < n:\n        i += 1\n    return i\n", 1),  # a CALL
+    ("def f(n):\n    i = 0\n    while i * 2 < -n:\n        i += 1\n    return i\n", 1),  # 5
+    ("def f(n):\n    for i in range(n):\n        n = n - 1\n    return n\n", 1),  # FOR_RANGE
+    (
+        "def f(n):\n    i = 1\n    while i < n and i > 0:\n        i += 1\n    return i\n",
+        1,
+    ),  # the test is not one conditional jump
+]
+
+
+@pytest.mark.parametrize("source, fn", NOT_INVERTED)
+def test_invert_does_not_fire(source, fn):
+    assert code_of(source, ("cmpjump", "invert"), fn) == code_of(source, ("cmpjump",), fn)
+
+
+def test_invert_saves_a_jump_per_iteration():
+    src = "def f(n):\n    i = 0\n    while i < n:\n        i += 1\n    return i\n"
+    c = compile_source(src, LIMITS)
+    steps = {}
+    for passes in ((), ("cmpjump",), ("cmpjump", "invert")):
+        for n in (0, 1, 10):
+            res = run_program(ropt.optimize(c.program, passes), LIMITS, 1, [n])
+            assert int(res.status) == Code.OK and int(res.result) == n
+            steps[passes, n] = int(res.steps)
+    for n in (0, 1, 10):  # one step per test (the comparison), then one per back edge
+        assert steps[(), n] - steps[("cmpjump",), n] == n + 1
+        assert steps[("cmpjump",), n] - steps[("cmpjump", "invert"), n] == n
+
+
+def _loops_program(size: int) -> isa.Program:
+    """Two counting loops in a row (i to 10, then to 20), hand-assembled into code arrays
+    of ``size`` instructions: each inverted loop needs 2 more."""
+    J = Op.JUMP
+    code = [(L, 0), (V, 0), (C, 0), (L, 10), (Op.JUMP_IF_GE, 10), (C, 0), (L, 1), (Op.ADD, 0),
+            (V, 0), (J, 2), (C, 0), (L, 20), (Op.JUMP_IF_GE, 18), (C, 0), (L, 1), (Op.ADD, 0),
+            (V, 0), (J, 10), (C, 0), (S, 0)]  # fmt: skip
+    op, arg, line = (np.zeros(size, np.int32) for _ in range(3))
+    op[: len(code)] = [o for o, _ in code]
+    arg[: len(code)] = [a for _, a in code]
+    line[: len(code)] = np.arange(len(code)) + 1
+    f = np.zeros(2, np.int32)
+    return isa.Program(op, arg, line, np.int32(len(code)), f, f, np.array([1, 0], np.int32),
+                       np.array([2, 0], np.int32), f, np.int32(1))  # fmt: skip
+
+
+@pytest.mark.parametrize("size, inverted", [(20, 0), (21, 0), (22, 1), (23, 1), (24, 2)])
+def test_invert_only_while_the_code_fits(size, inverted):
+    p0 = _loops_program(size)
+    p1 = ropt.optimize(p0, ("invert",))
+    assert int(p1.n_code) == 20 + 2 * inverted
+    ops = [Op(int(o)) for o in p1.op[: int(p1.n_code)]]
+    assert ops.count(Op.JUMP) == 2 - inverted and ops.count(Op.JUMP_IF_LT) == inverted
+    batch = isa.Program(*(np.stack([np.asarray(x)] * 2) for x in p0))
+    got = jax.device_get(dopt.optimize(batch, LIMITS, ("invert",)))
+    assert_programs_equal(got, isa.Program(*(np.stack([np.asarray(x)] * 2) for x in p1)),
+                          f"size {size}")  # fmt: skip
+    r0, r1 = run_program(p0, LIMITS), run_program(p1, LIMITS)
+    assert int(r0.status) == int(r1.status) == Code.OK and int(r1.result) == 20
+    assert int(r0.steps) - int(r1.steps) == [0, 10, 20][inverted]
 
 
 # reads of a variable that may be unbound: no rule may drop them (x * 0 is not 0 here)
@@ -177,6 +303,7 @@ def test_reads_of_a_maybe_unbound_variable_stay(source):
 ALL_SOURCES = (
     [f[1] for f in FIRES]
     + [n[1] for n in NOT_FIRES]
+    + [n[0] for n in NOT_INVERTED]
     + MAYBE_UNBOUND
     + [f"x = 1\nprint(x)\ny = {e}\nprint(y)\n" for e, _, _ in NO_FOLD]
 )
@@ -189,7 +316,7 @@ def test_hand_cases_device_equals_reference_and_behave_the_same():
     assert_programs_equal(device_optimize(p0), p1, "hand cases", ALL_SOURCES)
     assert check_behaviour(p0, p1, codes == Code.OK, 5) > 50
     # and each pass alone
-    for only in dopt.PASSES[:1]:
+    for only in (dopt.PASSES[0], "cmpjump", "invert"):
         assert_programs_equal(device_optimize(p0, (only,)), ropt.optimize(p0, (only,)), only)
 
 

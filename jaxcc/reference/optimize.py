@@ -27,7 +27,8 @@ round, each step reading the code that the step before left:
    instruction k, all decided on the same code (the one after step 2, compacted).
    "k is a target" means some jump's argument or some function entry is k. The patterns
    never overlap (their non-anchor instructions are LOAD_CONST, NOT, a comparison or a
-   STORE_VAR, none of which anchors a rule that could fire with them):
+   STORE_VAR, none of which anchors a rule that could fire with them; cmpjump's
+   comparison could anchor fold, hence its exception):
 
    * fold: ``LOAD_CONST a; LOAD_CONST b; BINARY`` (the last two not targets) and
      ``LOAD_CONST a; UNARY`` (the last not a target) -> ``LOAD_CONST r`` at k, when the
@@ -43,12 +44,24 @@ round, each step reading the code that the step before left:
    * deadstore: ``STORE_VAR s; LOAD_VAR s`` (k not a target) where slot s is not live
      after k (no path from k + 1 reads s before writing it) -> both deleted: the value
      stays on the stack.
+   * cmpjump: ``COMPARE; JUMP_IF_FALSE t`` (k not a target) -> the compare-and-branch of
+     the negated comparison (``LT; JUMP_IF_FALSE t`` -> ``JUMP_IF_GE t``) at k,
+     ``COMPARE; JUMP_IF_TRUE t`` -> that of the same one; not when the comparison is
+     folded itself in this round (``LOAD_CONST; LOAD_CONST; COMPARE`` with fold on). The
+     comparison may be a target: a jump to it reaches the fused instruction with the same
+     two operands. And in fold: ``LOAD_CONST a; LOAD_CONST b; JUMP_IF_<cmp> t`` (the
+     last two not targets) -> ``JUMP t`` at k (a cmp b) or nothing.
 
    Deleted instructions are then removed (compaction): every jump target and function
    entry moves to where its instruction went (a deleted one's to the next kept one).
+4. ``invert`` (loop inversion, ``invert_loops``): a back edge ``JUMP h`` to a loop test of
+   at most TEST_MAX loads / constants / arithmetic before its conditional jump is
+   replaced by a copy of the test whose inverted jump goes to the loop body, so each
+   iteration saves the JUMP; the code grows, and only while it fits the Program's code
+   length. The copies keep their lines (a copied LOAD_VAR or MUL raises at its line).
 
-Kept invariants: instructions are only deleted or rewritten in place, so every
-instruction that can raise keeps its line; fn_maxstack, fn_nparams, fn_nlocals and
+Kept invariants: instructions are only deleted, rewritten in place or (invert) copied
+with their line, so every instruction that can raise keeps its line; fn_maxstack, fn_nparams, fn_nlocals and
 fn_rettype are kept (no rewrite makes the operand stack deeper, and a smaller maxstack
 would change when a deep recursion raises RecursionError); padding stays NOP / 0.
 """
@@ -62,11 +75,13 @@ from jaxcc.errors import Code
 from jaxcc.isa import Op
 from jaxcc.limits import Limits
 
-PASSES = ("thread", "unreachable", "fold", "peephole", "deadstore")
+PASSES = ("thread", "unreachable", "fold", "peephole", "deadstore", "cmpjump", "invert")
 MAX_ROUNDS = 32
 
 _COND = {Op.JUMP_IF_FALSE, Op.JUMP_IF_TRUE, Op.JUMP_IF_FALSE_OR_POP, Op.JUMP_IF_TRUE_OR_POP}
-_JUMPS = {Op.JUMP, Op.FOR_RANGE} | _COND
+_CMPJUMP = set(isa.COMPARE_JUMP_OPS)  # the compare-and-branch opcodes
+_JUMPS = {Op.JUMP, Op.FOR_RANGE} | _COND | _CMPJUMP
+_COMPARE = {Op.LT, Op.LE, Op.GT, Op.GE, Op.EQ, Op.NE}
 _NO_FALL = {Op.JUMP, Op.RETURN_VALUE}
 _BINARY = set(isa.BINARY_OPS)
 _UNARY = set(isa.UNARY_OPS)
@@ -278,6 +293,14 @@ def rewrite(code: _Code, passes) -> None:
                     new[k] = (Op.LOAD_CONST, r)
                     deleted.add(k - 1)
                     continue
+            if o in _CMPJUMP and p1 == p2 == Op.LOAD_CONST and free(k - 1, k):
+                cmp = next(c for c, j in isa.COMPARE_JUMP.items() if j == o)
+                if _evaluate(cmp, [args[k - 2], args[k - 1]]):  # taken: a JUMP
+                    new[k] = (Op.JUMP, args[k])
+                    deleted |= {k - 2, k - 1}
+                else:
+                    deleted |= {k - 2, k - 1, k}
+                continue
             if o in _COND and p1 == Op.LOAD_CONST and free(k):
                 truthy = args[k - 1] != 0
                 jumps = truthy == (o in (Op.JUMP_IF_TRUE, Op.JUMP_IF_TRUE_OR_POP))
@@ -307,6 +330,16 @@ def rewrite(code: _Code, passes) -> None:
                 new[k] = (_FLIP[o], args[k])
                 deleted.add(k - 1)
                 continue
+        if "cmpjump" in passes:
+            # COMPARE; JUMP_IF_FALSE t -> JUMP_IF_<negated> t, COMPARE; JUMP_IF_TRUE t ->
+            # JUMP_IF_<same> t, unless the comparison is folded itself in this round
+            cmp_folded = ("fold" in passes and k >= 3 and ops[k - 2] == ops[k - 3] == Op.LOAD_CONST
+                          and free(k - 2, k - 1))  # fmt: skip
+            if o in _FLIP and p1 in _COMPARE and free(k) and not cmp_folded:
+                cmp = p1 if o == Op.JUMP_IF_TRUE else _NEGATED[p1]
+                new[k] = (isa.COMPARE_JUMP[cmp], args[k])
+                deleted.add(k - 1)
+                continue
         if "deadstore" in passes:
             if (o == Op.LOAD_VAR and p1 == Op.STORE_VAR and args[k - 1] == args[k]
                     and free(k) and args[k] not in live[k]):  # fmt: skip
@@ -315,6 +348,77 @@ def rewrite(code: _Code, passes) -> None:
     for k, (o, a) in new.items():
         code.ops[k], code.args[k] = int(o), int(a)
     code.compact(deleted)
+
+
+# loop inversion: the instructions a copied loop test may hold (no control flow, no call,
+# no store or output), at most TEST_MAX of them before its conditional jump
+_TEST_OPS = {Op.LOAD_VAR, Op.LOAD_CONST} | _BINARY | _UNARY
+TEST_MAX = 4
+_INVERTED = {Op.JUMP_IF_FALSE: Op.JUMP_IF_TRUE, Op.JUMP_IF_TRUE: Op.JUMP_IF_FALSE,
+             **{isa.COMPARE_JUMP[c]: isa.COMPARE_JUMP[n] for c, n in _NEGATED.items()}}  # fmt: skip
+
+
+def invert_loops(code: _Code, size: int) -> None:
+    """Loop inversion: ``JUMP h`` at j, where h < j starts a test ``T; JUMP_IF_x e`` (T: at
+    most TEST_MAX instructions of _TEST_OPS, the conditional jump at c = h + len(T) < j),
+    becomes a copy of the test ending in the inverted jump to the loop body:
+    ``T; JUMP_IF_not-x c + 1`` (the copies keep their lines), followed by ``JUMP e`` (line
+    of c) unless falling through already goes to e (e is j + 1, or j + 1 is ``JUMP e``).
+    Candidates are taken in code order while the code still fits ``size`` instructions;
+    every jump target and function entry moves with its instruction (one to j goes to the
+    copy's first instruction)."""
+    ops, args, lines = code.ops, code.args, code.lines
+    n = len(ops)
+    plan = {}  # j -> (h, number of test instructions, whether a JUMP e follows)
+    grown = 0
+    for j in range(n):
+        h = args[j]
+        if ops[j] != Op.JUMP or not 0 <= h < j:
+            continue
+        m = 0
+        while h + m < j and ops[h + m] in _TEST_OPS:
+            m += 1
+        c = h + m
+        if m > TEST_MAX or c >= j or ops[c] not in _INVERTED:
+            continue
+        e = args[c]
+        falls_to_e = e == j + 1 or (j + 1 < n and ops[j + 1] == Op.JUMP and args[j + 1] == e)
+        if n + grown + m + (not falls_to_e) > size:
+            break
+        plan[j] = (h, m, not falls_to_e)
+        grown += m + (not falls_to_e)
+    if not plan:
+        return
+    new_index, shift = [], 0
+    for i in range(n + 1):
+        new_index.append(i + shift)
+        if i in plan:
+            shift += plan[i][1] + plan[i][2]
+
+    def move(t):
+        return new_index[t] if 0 <= t <= n else t
+
+    out_ops, out_args, out_lines = [], [], []
+    for i in range(n):
+        if i in plan:
+            h, m, jump = plan[i]
+            for k in range(h, h + m):
+                out_ops.append(ops[k])
+                out_args.append(args[k])
+                out_lines.append(lines[k])
+            out_ops.append(_INVERTED[ops[h + m]])
+            out_args.append(move(h + m + 1))
+            out_lines.append(lines[h + m])
+            if jump:
+                out_ops.append(Op.JUMP)
+                out_args.append(move(args[h + m]))
+                out_lines.append(lines[h + m])
+        else:
+            out_ops.append(ops[i])
+            out_args.append(move(args[i]) if ops[i] in _JUMPS else args[i])
+            out_lines.append(lines[i])
+    code.ops, code.args, code.lines = out_ops, out_args, out_lines
+    code.entries = [move(e) for e in code.entries]
 
 
 def _optimize_one(program: isa.Program, passes, max_rounds: int) -> isa.Program:
@@ -327,14 +431,17 @@ def _optimize_one(program: isa.Program, passes, max_rounds: int) -> isa.Program:
         [int(x) for x in np.asarray(program.line)[:n]],
         [int(x) for x in np.asarray(program.fn_entry)[:nf]],
     )
+    size = op.shape[0]
     for _ in range(max_rounds):
         before = code.key()
         if "thread" in passes:
             thread(code)
         if "unreachable" in passes:
             remove_unreachable(code)
-        if {"fold", "peephole", "deadstore"} & set(passes):
+        if {"fold", "peephole", "deadstore", "cmpjump"} & set(passes):
             rewrite(code, passes)
+        if "invert" in passes:
+            invert_loops(code, size)
         if code.key() == before:
             break
     size = op.shape[0]
