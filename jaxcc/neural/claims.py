@@ -310,11 +310,21 @@ def cpython_compile_rate(sources, seconds: float = 2.0) -> dict:
     cores = os.cpu_count() or 1
     reps = max(1, int(2000 / max(len(sources), 1)))
     work = [sources * reps] * cores
-    with multiprocessing.get_context("spawn").Pool(cores) as pool:
-        pool.map(_cpython_compile, [sources[:4]] * cores)  # warm up the workers
-        t0 = time.perf_counter()
-        n = sum(pool.map(_cpython_compile, work))
-        dt = time.perf_counter() - t0
+    # The spawned workers import this module, hence JAX: on a GPU they would each try to
+    # open the device the parent holds (and print CUDA errors); keep them on the CPU.
+    saved = os.environ.get("JAX_PLATFORMS")
+    os.environ["JAX_PLATFORMS"] = "cpu"
+    try:
+        with multiprocessing.get_context("spawn").Pool(cores) as pool:
+            pool.map(_cpython_compile, [sources[:4]] * cores)  # warm up the workers
+            t0 = time.perf_counter()
+            n = sum(pool.map(_cpython_compile, work))
+            dt = time.perf_counter() - t0
+    finally:
+        if saved is None:
+            os.environ.pop("JAX_PLATFORMS", None)
+        else:
+            os.environ["JAX_PLATFORMS"] = saved
     return {"cores": cores, "programs": n, "seconds": dt, "programs_per_s": n / dt}
 
 
