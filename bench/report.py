@@ -99,9 +99,9 @@ def markdown(rows: list[dict], cols: list[str]) -> str:
     return "\n".join(lines)
 
 
-ROW_COLS = ["entry", "bench", "variant", "size", "batch", "devices", "seconds", "throughput", "unit",
+ROW_COLS = ["entry", "bench", "variant", "stage", "size", "batch", "devices", "seconds", "throughput", "unit",
             "bytes_per_program", "note"]  # fmt: skip
-SUMMARY_COLS = ["bench", "variant", "size", "throughput", "unit", "batch", "seconds", "latency_b1_s",
+SUMMARY_COLS = ["bench", "variant", "stage", "size", "throughput", "unit", "batch", "seconds", "latency_b1_s",
                 "bytes_per_program", "note"]  # fmt: skip
 
 
@@ -113,7 +113,7 @@ def summary(rows: list[dict]) -> list[dict]:
     b1: dict = {}
     order: list = []
     for r in rows:
-        key = (r.get("bench"), r.get("size"), r.get("variant"))
+        key = (r.get("bench"), r.get("size"), r.get("variant"), r.get("stage"))
         if key not in best:
             order.append(key)
         if r.get("batch") == 1 and r.get("seconds") is not None:
@@ -153,10 +153,20 @@ def write_markdown(path: str, meta_: dict, rows: list[dict]) -> str:
             markdown(rows, ROW_COLS),
             "",
         ]
+        + _breakdown_section(rows)
     )
     with open(path, "w") as f:
         f.write(text)
     return text
+
+
+def _breakdown_section(rows: list[dict]) -> list[str]:
+    """The breakdown entry's rows as their own table (bench/breakdown.py), if any."""
+    if not any(r.get("bench") == "breakdown" and r.get("stage") for r in rows):
+        return []
+    from bench import breakdown
+
+    return ["## Per-stage breakdown of the loop (issue 14)", "", breakdown.table(rows), ""]
 
 
 def plots(out_dir: str, meta_: dict, rows: list[dict]) -> list[str]:
@@ -172,8 +182,8 @@ def plots(out_dir: str, meta_: dict, rows: list[dict]) -> list[str]:
         return []
     groups: dict = {}
     for r in rows:
-        if r.get("throughput") is None or r.get("batch") is None:
-            continue
+        if r.get("throughput") is None or r.get("batch") is None or r.get("stage"):
+            continue  # (the breakdown's stages are one point each: its table says it)
         xkey = "devices" if r.get("bench", "").startswith("scaling") else "batch"
         groups.setdefault((r["bench"], xkey), []).append(r)
     written = []

@@ -204,6 +204,7 @@ def measure(jitted, args: tuple, ctx: Ctx) -> dict:
         "first_s": first_s,
         "mem_bytes": _mem_bytes(compiled),
         "out": out,
+        "compiled": compiled,  # for cost_analysis() / memory_analysis() (breakdown entry)
     }
 
 
@@ -483,6 +484,43 @@ def bench_loop(ctx: Ctx):
             }
 
         sweep(ctx, "loop", size, make, jitted, work, "programs/s")
+
+
+@register("breakdown", needs=LOOP_NEEDS + ("jaxcc.pipeline:evaluate,_budget,_judge",
+                                            "jaxcc.middle:PASSES,State"), quick=False)  # fmt: skip
+def bench_breakdown(ctx: Ctx):
+    """Per-stage breakdown of the loop (issue 14): lexer, parser, each middle-end pass,
+    the optimizer (aside: not in the default loop), the VM's run_tests and the verdicts,
+    each jitted alone on the previous stage's outputs; time, programs/s, XLA's cost
+    analysis (bytes accessed, flops), memory per program and the fraction of the device's
+    peak bandwidth per stage, and the sum of the stages against pipeline.evaluate.
+
+    Sizes: --sizes (the default set: small and medium); batches: --batches, else 65,536
+    (--quick: 16). bench/breakdown.py has the stages and the fields."""
+    from bench import breakdown
+
+    sizes = ["small", "medium"] if ctx.sizes() == list(corpus_mod.SIZES) else ctx.sizes()
+    default = ctx.batches() in (FULL_BATCHES, QUICK_BATCHES)
+    batches = ([16] if ctx.quick else [65536]) if default else ctx.batches()
+    keep = getattr(ctx, "breakdown_outputs", None)  # a dict: tests read the outputs
+    n0 = len(ctx.rows)
+    for size in sizes:
+        for b in batches:
+            if ctx.over_budget():
+                ctx.add(bench="breakdown", size=size, batch=b,
+                        note="stopped: entry time budget spent")  # fmt: skip
+                break
+            try:
+                out = breakdown.run_size(ctx, size, b, measure, _loop_inputs)
+            except Exception as e:  # noqa: BLE001
+                if _is_oom(e):
+                    ctx.add(bench="breakdown", size=size, batch=b, note="out of memory")
+                    break
+                raise
+            if keep is not None:
+                keep[(size, b)] = out
+            del out
+    print(breakdown.table(ctx.rows[n0:]), flush=True)
 
 
 def _quantiles(x) -> dict:
