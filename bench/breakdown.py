@@ -4,8 +4,8 @@ The loop is split into its stages exactly as ``jaxcc.pipeline.evaluate`` compose
 calling the same functions:
 
     lexer.lex -> parser.parse(lex_error=) -> middle.PASSES, one stage per pass (under
-    jax.vmap, as middle.middle_end_debug runs them) -> [optimize.optimize: optional, off
-    in the default loop] -> pipeline._budget + vm.run_tests -> pipeline._judge
+    jax.vmap, as middle.middle_end_debug runs them) -> [optimize.optimize: only in the
+    -O1 loop, entry breakdown_O1] -> pipeline._budget + vm.run_tests -> pipeline._judge
 
 Each stage is its own ``jax.jit``, called on the previous stage's real outputs (device
 arrays, already materialized), so it is compiled, timed and cost-analysed alone. The
@@ -149,9 +149,10 @@ def _pass_stage(i: int, limits) -> Stage:
     return Stage(f"middle:{name}", inputs, fn, True)
 
 
-def stages(limits, with_optimizer: bool = True) -> list[Stage]:
-    """The loop's stages in pipeline.evaluate's order (optimize=False); the optimizer
-    (``with_optimizer``) as an extra stage that is not part of the default loop."""
+def stages(limits, optimize: bool = False) -> list[Stage]:
+    """The loop's stages in pipeline.evaluate's order; with ``optimize`` the optimizer
+    between the middle end and the VM, as pipeline.evaluate(optimize=True) has it
+    (compiler.compile_arrays: the optimized program replaces the compiler's)."""
     from jaxcc import lexer, middle, parser, pipeline, vm
     from jaxcc import optimize as opt
 
@@ -163,8 +164,8 @@ def stages(limits, with_optimizer: bool = True) -> list[Stage]:
         ast, err = parser.parse(tokens, limits, lex_error=lex_error)
         return {"ast": ast, "parse_error": err}
 
-    def optimize(program):  # compiler.compile_arrays(optimize=True)'s stage
-        return {"program_O1": opt.optimize(program, limits, opt.PASSES)}
+    def optimizer(program):  # compiler.compile_arrays(optimize=True)'s stage
+        return {"program": opt.optimize(program, limits, opt.PASSES)}
 
     def run_tests(program, error, cases):  # pipeline.evaluate's VM call
         budget = pipeline._budget(error, cases, limits)
@@ -181,8 +182,8 @@ def stages(limits, with_optimizer: bool = True) -> list[Stage]:
         Stage("parser", ("tokens", "lex_error"), parse, True),
     ]
     out += [_pass_stage(i, limits) for i in range(len(middle.PASSES))]
-    if with_optimizer:
-        out.append(Stage("optimize", ("program",), optimize, False))
+    if optimize:
+        out.append(Stage("optimize", ("program",), optimizer, True))
     out += [
         Stage("vm", ("program", "error", "cases"), run_tests, True),
         Stage("judge", ("program", "error", "per_case", "cases"), judge, True),
@@ -204,11 +205,11 @@ class _Bound:
         return self.jitted(*args, **self.kw)
 
 
-def whole_loop(limits) -> _Bound:
+def whole_loop(limits, optimize: bool = False) -> _Bound:
     """pipeline.evaluate (source, length, cases) -> Evaluation at these limits."""
     from jaxcc import pipeline
 
-    return _Bound(pipeline.evaluate, limits=limits)
+    return _Bound(pipeline.evaluate, limits=limits, optimize=optimize)
 
 
 def cases_of(entry, args, expected):
@@ -271,9 +272,9 @@ def _timing_ctx(ctx, quick: bool):
     return c
 
 
-def run_size(ctx, size: str, b: int, measure, inputs, with_optimizer: bool = True) -> dict:
-    """Measure every stage and the whole loop for one corpus size and batch; add the rows
-    to ctx. Returns {"carry": every stage's outputs, "loop": the whole loop's Evaluation,
+def run_size(ctx, size: str, b: int, measure, inputs, optimize: bool = False) -> dict:
+    """Measure every stage and the whole loop (pipeline.evaluate with ``optimize``) for one
+    corpus size and batch; add the rows to ctx (variant "O1" with the optimizer). Returns {"carry": every stage's outputs, "loop": the whole loop's Evaluation,
     "want": CPython's verdict per program}."""
     import jax
 
@@ -284,9 +285,10 @@ def run_size(ctx, size: str, b: int, measure, inputs, with_optimizer: bool = Tru
     carry = jax.device_put(
         {"source": src, "length": length, "cases": cases_of(entry, args, expected)}
     )
-    base = {"bench": "breakdown", "size": size, "batch": b, "devices": 1}
+    base = {"bench": "breakdown", **({"variant": "O1"} if optimize else {}), "size": size,
+            "batch": b, "devices": 1}  # fmt: skip
     rows = []
-    for st in stages(lim, with_optimizer):
+    for st in stages(lim, optimize):
         m = measure(jax.jit(st.fn), tuple(carry[k] for k in st.inputs), tctx)
         for k, v in m["out"].items():
             carry[k] = carry[k]._replace(**v) if isinstance(v, dict) else v
@@ -295,7 +297,7 @@ def run_size(ctx, size: str, b: int, measure, inputs, with_optimizer: bool = Tru
                             compile_s=m["compile_s"], min_s=m["min_s"], repeats=m["repeats"],
                             **_stats(m["compiled"], m["seconds"], b, peak)))  # fmt: skip
         del m
-    m = measure(whole_loop(lim), (carry["source"], carry["length"], carry["cases"]), tctx)
+    m = measure(whole_loop(lim, optimize), (carry["source"], carry["length"], carry["cases"]), tctx)
     loop_out = m["out"]
     ev = carry["evaluation"]
     verdict = np.asarray(ev.verdict)
@@ -331,7 +333,7 @@ def run_size(ctx, size: str, b: int, measure, inputs, with_optimizer: bool = Tru
     return {"carry": carry, "loop": loop_out, "want": want}
 
 
-TABLE_COLS = ["size", "batch", "stage", "seconds", "share_of_loop", "throughput",
+TABLE_COLS = ["size", "batch", "variant", "stage", "seconds", "share_of_loop", "throughput",
               "bytes_accessed_per_program", "achieved_Bps", "frac_peak", "flops",
               "bytes_per_program", "temp_bytes_per_program", "while_loops", "compile_s"]  # fmt: skip
 

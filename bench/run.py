@@ -486,17 +486,13 @@ def bench_loop(ctx: Ctx):
         sweep(ctx, "loop", size, make, jitted, work, "programs/s")
 
 
-@register("breakdown", needs=LOOP_NEEDS + ("jaxcc.pipeline:evaluate,_budget,_judge",
-                                            "jaxcc.middle:PASSES,State"), quick=False)  # fmt: skip
-def bench_breakdown(ctx: Ctx):
-    """Per-stage breakdown of the loop (issue 14): lexer, parser, each middle-end pass,
-    the optimizer (aside: not in the default loop), the VM's run_tests and the verdicts,
-    each jitted alone on the previous stage's outputs; time, programs/s, XLA's cost
-    analysis (bytes accessed, flops), memory per program and the fraction of the device's
-    peak bandwidth per stage, and the sum of the stages against pipeline.evaluate.
+BREAKDOWN_NEEDS = LOOP_NEEDS + (
+    "jaxcc.pipeline:evaluate,_budget,_judge",
+    "jaxcc.middle:PASSES,State",
+)
 
-    Sizes: --sizes (the default set: small and medium); batches: --batches, else 65,536
-    (--quick: 16). bench/breakdown.py has the stages and the fields."""
+
+def _breakdown(ctx: Ctx, optimize: bool) -> None:
     from bench import breakdown
 
     sizes = ["small", "medium"] if ctx.sizes() == list(corpus_mod.SIZES) else ctx.sizes()
@@ -511,16 +507,36 @@ def bench_breakdown(ctx: Ctx):
                         note="stopped: entry time budget spent")  # fmt: skip
                 break
             try:
-                out = breakdown.run_size(ctx, size, b, measure, _loop_inputs)
+                out = breakdown.run_size(ctx, size, b, measure, _loop_inputs, optimize)
             except Exception as e:  # noqa: BLE001
                 if _is_oom(e):
                     ctx.add(bench="breakdown", size=size, batch=b, note="out of memory")
                     break
                 raise
             if keep is not None:
-                keep[(size, b)] = out
+                keep[(size, b, optimize)] = out
             del out
     print(breakdown.table(ctx.rows[n0:]), flush=True)
+
+
+@register("breakdown", needs=BREAKDOWN_NEEDS, quick=False)
+def bench_breakdown(ctx: Ctx):
+    """Per-stage breakdown of the loop (issue 14): lexer, parser, each middle-end pass,
+    the VM's run_tests and the verdicts, each jitted alone on the previous stage's
+    outputs; time, programs/s, XLA's cost analysis (bytes accessed, flops), memory per
+    program and the fraction of the device's peak bandwidth per stage, and the sum of the
+    stages against pipeline.evaluate (whose Evaluation the stages' must equal).
+
+    Sizes: --sizes (the default set: small and medium); batches: --batches, else 65,536
+    (--quick: 16). bench/breakdown.py has the stages and the fields."""
+    _breakdown(ctx, optimize=False)
+
+
+@register("breakdown_O1", needs=BREAKDOWN_NEEDS + ("jaxcc.optimize:optimize",), quick=False)
+def bench_breakdown_o1(ctx: Ctx):
+    """The breakdown of the -O1 loop (pipeline.evaluate(optimize=True)): the same stages
+    with the optimizer between the middle end and the VM (rows: variant O1)."""
+    _breakdown(ctx, optimize=True)
 
 
 def _quantiles(x) -> dict:
