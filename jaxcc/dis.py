@@ -91,6 +91,9 @@ def _argrepr(kind: ArgKind, a: int, fn: int, debug, fn_names: list[str]) -> tupl
         if 0 <= a < len(names):
             return names[a], str(names[a])
         return a, ""
+    if kind == ArgKind.SLOT2:  # LOAD_VAR2: two slots, a | (b << 16); both names
+        pair = [_argrepr(ArgKind.SLOT, s, fn, debug, fn_names) for s in isa.unpack_slots(a)]
+        return tuple(v for v, _ in pair), ", ".join(r or str(v) for v, r in pair)
     if kind == ArgKind.TARGET:
         return a, f"to {a}"
     if kind == ArgKind.FUNC:

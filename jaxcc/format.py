@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from jaxcc import errors, ops
+from jaxcc import errors, isa, ops
 from jaxcc.errors import TYPE_SITE, Code
 from jaxcc.isa import T_BOOL, T_INT, T_NONE, Op
 
@@ -351,7 +351,9 @@ def describe(err, source="", debug=None, program=None) -> ErrorText | None:
         if code == Code.UNBOUND_LOCAL:
             if program is not None:
                 try:
-                    name = slot_name(debug, fn, int(program.arg[pc]))
+                    # LOAD_VAR's arg, or LOAD_VAR2's slot that the detail says
+                    slot = isa.failing_slot(program.op[pc], program.arg[pc], detail)
+                    name = slot_name(debug, fn, slot)
                 except (IndexError, TypeError, ValueError):
                     name = None
             if fn == 0:  # CPython: module-level names are globals

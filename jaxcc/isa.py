@@ -107,6 +107,11 @@ class Op(enum.IntEnum):
     JUMP_IF_GE = 45
     JUMP_IF_EQ = 46
     JUMP_IF_NE = 47
+    # superinstruction: push local a, then local b; arg = a | (b << 16) (isa.pack_slots;
+    # slots are < 2**15, so both fit and the arg is >= 0). Exactly LOAD_VAR a; LOAD_VAR b
+    # in one step: UnboundLocalError for a if a is unbound (checked first), else for b
+    # (RunResult.detail 0 for a, 1 for b: isa.failing_slot). Only the optimizer emits it.
+    LOAD_VAR2 = 48
 
 
 # FOR_RANGE t, with the operand stack [.., c, stop, step] (c = next value):
@@ -131,6 +136,7 @@ class ArgKind(enum.IntEnum):
     FUNC = 4  # function id in [0, n_funcs)
     DEPTH = 5  # operand-stack depth in [1, operand depth]
     COUNT = 6  # pop count in [0, operand depth]
+    SLOT2 = 7  # two local slots a | (b << 16), each in [0, nlocals) (LOAD_VAR2)
 
 
 class OpInfo(NamedTuple):
@@ -200,6 +206,7 @@ INFO: dict[Op, OpInfo] = {
             Op.JUMP_IF_NE,
         )
     },
+    Op.LOAD_VAR2: OpInfo(ArgKind.SLOT2, 0, 2, False),
 }
 assert set(INFO) == set(Op)
 
@@ -211,6 +218,25 @@ JUMP_OPS = tuple(op for op in Op if INFO[op].jumps)
 COMPARE_JUMP = {Op.LT: Op.JUMP_IF_LT, Op.LE: Op.JUMP_IF_LE, Op.GT: Op.JUMP_IF_GT,
                 Op.GE: Op.JUMP_IF_GE, Op.EQ: Op.JUMP_IF_EQ, Op.NE: Op.JUMP_IF_NE}  # fmt: skip
 COMPARE_JUMP_OPS = tuple(COMPARE_JUMP.values())
+
+
+def pack_slots(a: int, b: int) -> int:
+    """LOAD_VAR2's argument for slots a, b (each in [0, 2**15))."""
+    return a | (b << 16)
+
+
+def failing_slot(op: int, arg: int, detail: int) -> int:
+    """The unbound slot of an UnboundLocalError raised by instruction (op, arg) with the
+    RunResult's detail: LOAD_VAR's arg, or LOAD_VAR2's first (detail 0) or second (1)."""
+    if int(op) == Op.LOAD_VAR2:
+        return unpack_slots(int(arg))[1 if int(detail) == 1 else 0]
+    return int(arg)
+
+
+def unpack_slots(arg: int) -> tuple[int, int]:
+    """LOAD_VAR2's (a, b) from its argument: the low 16 bits and the arithmetic rest
+    (a negative arg gives a negative b, out of range like any bad slot)."""
+    return arg & 0xFFFF, arg >> 16
 
 
 def decode_tables() -> dict[str, np.ndarray]:
@@ -248,7 +274,8 @@ class RunResult(NamedTuple):
     """
 
     status: object  # Int32[Array, "B"]  errors.Code: OK, or the run-time error that stopped it
-    detail: object  # Int32[Array, "B"]  errors.Value for Code.VALUE, else 0
+    detail: object  # Int32[Array, "B"]  errors.Value for Code.VALUE; UNBOUND_LOCAL: 1 when
+    # LOAD_VAR2's second slot is the unbound one (isa.failing_slot); else 0
     pc: object  # Int32[Array, "B"]  pc of the failing (or last) instruction
     line: object  # Int32[Array, "B"]  line[pc] of it (0 if pc is invalid)
     fn: object  # Int32[Array, "B"]  function id of the frame it stopped in

@@ -10,7 +10,7 @@ Design (why it looks like this):
 
 * The step is branch-free and table-driven: every lane decodes its instruction through a
   small per-opcode table, computes the few candidate results (all arithmetic, all checks)
-  and selects with ``jnp.where``. ``lax.switch`` under ``vmap`` would run all 48 branches.
+  and selects with ``jnp.where``. ``lax.switch`` under ``vmap`` would run all 49 branches.
 * A fixed-count ``lax.fori_loop`` of ``inner_steps`` steps runs inside an outer
   ``lax.while_loop(any lane running)``: the data-dependent predicate costs a host sync, so
   it is paid once per ``inner_steps`` steps. Finished lanes are masked (they change nothing).
@@ -491,6 +491,7 @@ class _Fetched(NamedTuple):
     second: object
     top: object
     slot: object
+    slot2: object  # LOAD_VAR2's second slot (read in place of the frame record)
     ret_pc: object
     ret_fp: object
     ret_fn: object
@@ -608,12 +609,18 @@ def _fetch(t: Tables, lay: Layout, s: Lane) -> _Fetched:
     # (reads an instruction does not need point at the operand window or at the
     # instruction itself, memory this step reads anyway)
     is_slot = kind == ArgKind.SLOT
+    is_slot2 = kind == ArgKind.SLOT2  # LOAD_VAR2: slots a & 0xFFFF and a >> 16
     slot_i = jnp.where(is_slot, s.fp + a, jnp.where(kind == ArgKind.DEPTH, s.sp - a, s.sp - 1))
+    slot_i = jnp.where(is_slot2, s.fp + (a & 0xFFFF), slot_i)
     slot_at = lay.stack0 + slot_i
-    # the caller's frame record (for RETURN_VALUE)
+    # the caller's frame record (for RETURN_VALUE); LOAD_VAR2's second slot instead
     is_call = o == Op.CALL
     is_ret = o == Op.RETURN_VALUE
-    rec_at = jnp.where(is_ret, lay.frame0 + 2 * (s.depth - 2), lay.stack0 + s.sp - 2)
+    rec_at = jnp.where(
+        is_ret,
+        lay.frame0 + 2 * (s.depth - 2),
+        jnp.where(is_slot2, lay.stack0 + s.fp + (a >> 16), lay.stack0 + s.sp - 2),
+    )
     # All three reads in ONE gather of six pairs: the operand window (3 pairs), the
     # addressed slot, the frame record.
     pairs = _read_mem(s.mem, ((win_at, 3), (slot_at, 1), (rec_at, 2)))
@@ -636,6 +643,7 @@ def _fetch(t: Tables, lay: Layout, s: Lane) -> _Fetched:
     is_ret = o == Op.RETURN_VALUE
     third, second, top = pairs[0, 0], pairs[1, 0], pairs[2, 0]
     slot = pairs[3]
+    slot2 = pairs[4]
     ret_pc, ret_fp, ret_fn, ret_serial = pairs[4, 0], pairs[4, 1], pairs[5, 0], pairs[5, 1]
 
     return _Fetched(
@@ -658,6 +666,7 @@ def _fetch(t: Tables, lay: Layout, s: Lane) -> _Fetched:
         second,
         top,
         slot,
+        slot2,
         ret_pc,
         ret_fp,
         ret_fn,
@@ -681,6 +690,10 @@ def _check(limits: Limits, s: Lane, f: _Fetched) -> _Outcome:
         | ((kind == ArgKind.FUNC) & ((a < 0) | (a >= n_funcs)))
         | ((kind == ArgKind.DEPTH) & ((a < 1) | (a > depth)))
         | ((kind == ArgKind.COUNT) & ((a < 0) | (a > depth)))
+        | (
+            (kind == ArgKind.SLOT2)
+            & (((a & 0xFFFF) >= s.nlocals) | (a < 0) | ((a >> 16) >= s.nlocals))
+        )
     )
     # check 4: operand stack under/overflow (CALL pops its callee's nparams; a negative
     # nparams is check 5's malformed table, so its wrapped arithmetic here is irrelevant)
@@ -693,6 +706,11 @@ def _check(limits: Limits, s: Lane, f: _Fetched) -> _Outcome:
     is_bin = _BIN.member(o)
     is_un = _UN.member(o)
     unbound = (o == Op.LOAD_VAR) & (a >= s.nparams) & (slot[1] != s.serial)
+    # LOAD_VAR2: its first slot is checked first; detail 1 when the second is unbound
+    is_lv2 = o == Op.LOAD_VAR2
+    unbound_lo = is_lv2 & ((a & 0xFFFF) >= s.nparams) & (slot[1] != s.serial)
+    unbound_hi = is_lv2 & ((a >> 16) >= s.nparams) & (f.slot2[1] != s.serial)
+    unbound = unbound | unbound_lo | unbound_hi
     # FOR_RANGE: [.., c, stop, step]
     rc, rstop, rstep = third, second, top
     r_more = ((rstep > 0) & (rc < rstop)) | ((rstep < 0) & (rc > rstop))
@@ -718,6 +736,7 @@ def _check(limits: Limits, s: Lane, f: _Fetched) -> _Outcome:
     e5 = jnp.where((o == Op.ASSERT) & (top == 0), Code.ASSERTION, e5)
     e5 = jnp.where(is_ret & bottom, Code.OK, e5)
     d5 = jnp.where(is_for, as_i32(Value.RANGE_STEP_ZERO), bdetail)
+    d5 = jnp.where(unbound, (unbound_hi & ~unbound_lo).astype(jnp.int32), d5)
 
     # The first failing check wins. Encoded as a max over (priority, code) pairs: the
     # reduction makes XLA materialize the status once per lane instead of re-deriving it
@@ -819,8 +838,10 @@ def _write(lay: Layout, s: Lane, f: _Fetched, x: _Outcome, r: _Registers):
     nxt, pc, sp, fp, fn, fdepth, serial, nparams, nlocals, maxstack, n_out = r
     # --- the (at most two) pairs written: index into mem and the pair
     ser = s.serial
-    is_push_val = (o == Op.LOAD_CONST) | (o == Op.LOAD_VAR) | (o == Op.DUP_TOP)
-    push_v = jnp.where(o == Op.LOAD_CONST, a, jnp.where(o == Op.LOAD_VAR, slot[0], top))
+    is_lv2 = o == Op.LOAD_VAR2
+    is_push_val = (o == Op.LOAD_CONST) | (o == Op.LOAD_VAR) | (o == Op.DUP_TOP) | is_lv2
+    is_slot_v = (o == Op.LOAD_VAR) | is_lv2
+    push_v = jnp.where(o == Op.LOAD_CONST, a, jnp.where(is_slot_v, slot[0], top))
     i1 = as_i32(-1)
     v1a, v1b = as_i32(0), ser
     i1 = jnp.where(is_push_val, lay.stack0 + s.sp, i1)
@@ -851,13 +872,18 @@ def _write(lay: Layout, s: Lane, f: _Fetched, x: _Outcome, r: _Registers):
     i2 = jnp.where(is_for & r_more, lay.stack0 + s.sp, jnp.where(is_call, rec_i + 1, -1))
     v2a = jnp.where(is_call, s.fn, rc)
     v2b = jnp.where(is_call, s.serial, ser)
+    # LOAD_VAR2's second push (its first is the first pair's)
+    i2 = jnp.where(is_lv2, lay.stack0 + s.sp + 1, i2)
+    v2a = jnp.where(is_lv2, f.slot2[0], v2a)
 
-    # the step that stops a lane writes its result (OK) or detail (VALUE) instead
+    # the step that stops a lane writes its result (OK) or detail (VALUE; UNBOUND_LOCAL:
+    # which slot of LOAD_VAR2) instead
     stops = run & ~go
     i1 = jnp.where(stops, lay.res, i1)
+    has_detail = (new_status == Code.VALUE) | (new_status == Code.UNBOUND_LOCAL)
     v1a = jnp.where(
         stops,
-        jnp.where(new_status == Code.OK, top, jnp.where(new_status == Code.VALUE, d5, 0)),
+        jnp.where(new_status == Code.OK, top, jnp.where(has_detail, d5, 0)),
         v1a,
     )
     v1b = jnp.where(stops, 0, v1b)
@@ -927,7 +953,9 @@ def _finish(t: Tables, lay: Layout, limits: Limits, s: Lane) -> isa.RunResult:
     out = s.mem[lay.out0 : lay.out0 + limits.max_output]
     return isa.RunResult(
         status=s.status,
-        detail=jnp.where(s.status == Code.VALUE, s.mem[lay.res, 0], 0),
+        detail=jnp.where(
+            (s.status == Code.VALUE) | (s.status == Code.UNBOUND_LOCAL), s.mem[lay.res, 0], 0
+        ),
         pc=s.pc,
         line=line,
         fn=s.fn,

@@ -164,8 +164,12 @@ def generate(seed: int, n: int, level: int, split: str | None = None) -> list[st
 # ------------------------------------------------------------------------------ labelling
 
 _ARG_KIND = [int(isa.INFO[Op(o)].arg) for o in range(isa.N_OPS)]
-_K_NONE, _K_CONST, _K_SLOT, _K_TARGET, _K_FUNC, _K_DEPTH, _K_COUNT = (int(k) for k in ArgKind)
-_OP_TOK = [V.op_tok(o) for o in range(isa.N_OPS)]
+_K_NONE, _K_CONST, _K_SLOT, _K_TARGET, _K_FUNC, _K_DEPTH, _K_COUNT = (
+    int(k)
+    for k in ArgKind
+    if k != ArgKind.SLOT2  # SLOT2: LOAD_VAR2's, never the model's
+)
+_OP_TOK = [V.op_tok(o) for o in range(V.N_TOKEN_OPS)]
 
 
 _RESERVED_IDS = {n: i for i, n in enumerate(RESERVED_NAMES)}

@@ -260,7 +260,7 @@ def allowed(s: State, c: Context):
     forced_op = jnp.where(d >= 1, Op.RETURN_VALUE, Op.LOAD_CONST)
     op_ok = jnp.where(close, (ops == forced_op) & ~s.dead, op_ok)
     pending = jnp.any(s.lab_state == L_PENDING)
-    body = put(jnp.zeros(V.VOCAB, bool), V.OP_BASE, op_ok)
+    body = put(jnp.zeros(V.VOCAB, bool), V.OP_BASE, op_ok[: V.N_TOKEN_OPS])
     can_label = jnp.any(_definable(s, close))
     body = body.at[V.LABEL].set(jnp.where(close, s.dead & pending, can_label))
     body = body.at[V.END].set(s.dead & ~pending)
@@ -345,7 +345,7 @@ def step(s: State, tok, c: Context, lits=None):
     (only the assembler needs them; None gives 0 for every LIT_i)."""
     tok = jnp.asarray(tok, jnp.int32)
     ph = s.phase
-    is_op = (tok >= V.OP_BASE) & (tok < V.OP_BASE + isa.N_OPS)
+    is_op = (tok >= V.OP_BASE) & (tok < V.OP_BASE + V.N_TOKEN_OPS)
     op = jnp.where(is_op, tok - V.OP_BASE, isa.N_OPS)
     var = tok - V.VAR_BASE
     is_var = (var >= 0) & (var < V.N_VARS)

@@ -72,7 +72,10 @@ OP_BASE = 16
 # take token ids OP_BASE + 42 .. 63, which were unused, and the grammar never allows them.
 N_MODEL_OPS = 42
 VAR_BASE = OP_BASE + N_MODEL_OPS + 6  # 64
-assert OP_BASE + isa.N_OPS <= VAR_BASE
+# The opcodes that have a token id (the model's and the six compare-and-branch ones);
+# LOAD_VAR2 (48, the optimizer's superinstruction) and any later one have none.
+N_TOKEN_OPS = VAR_BASE - OP_BASE  # 48
+assert N_TOKEN_OPS <= isa.N_OPS
 LIT_BASE = VAR_BASE + N_VARS
 LAB_BASE = LIT_BASE + N_LITS
 NUM_BASE = LAB_BASE + N_LABELS
@@ -114,7 +117,7 @@ def name(tok: int) -> str:
     t = int(tok)
     if t < len(_SPECIAL):
         return _SPECIAL[t]
-    if OP_BASE <= t < OP_BASE + isa.N_OPS:
+    if OP_BASE <= t < OP_BASE + N_TOKEN_OPS:
         return "OP_" + isa.Op(t - OP_BASE).name
     for base, n, pre in ((VAR_BASE, N_VARS, "VAR_"), (LIT_BASE, N_LITS, "LIT_"),
                          (LAB_BASE, N_LABELS, "LAB_"), (NUM_BASE, N_NUMS, "N_")):  # fmt: skip

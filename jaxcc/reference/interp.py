@@ -35,7 +35,8 @@ Decisions where isa.py leaves room (the JAX VM must make the same ones):
   first max_output items.
 * Result fields: on OK, pc is the final RETURN_VALUE's pc and fn the entry function; on
   an error, pc/fn are those of the instruction that failed (for check 1, the bad pc);
-  result is 0 unless the status is OK; detail is an errors.Value for Code.VALUE, else 0.
+  result is 0 unless the status is OK; detail is an errors.Value for Code.VALUE, 1 for
+  Code.UNBOUND_LOCAL raised by LOAD_VAR2's second slot (isa.failing_slot), else 0.
 * Arithmetic is exact (Python ints) and checked against int32, so every op's
   OverflowError is exact: ADD/SUB/MUL, FLOORDIV (-2**31 // -1), POW, LSHIFT, NEG, ABS.
   POW: b < 0 -> ValueError NEGATIVE_POWER (even for a == 0); 0**0 == 1. LSHIFT: b < 0
@@ -66,7 +67,7 @@ _ARG_KIND = [int(isa.INFO[op].arg) for op in Op]
 _POPS = [isa.INFO[op].pops for op in Op]
 _PUSHES = [isa.INFO[op].pushes for op in Op]
 
-_K_NONE, _K_CONST, _K_SLOT, _K_TARGET, _K_FUNC, _K_DEPTH, _K_COUNT = (
+_K_NONE, _K_CONST, _K_SLOT, _K_TARGET, _K_FUNC, _K_DEPTH, _K_COUNT, _K_SLOT2 = (
     int(ArgKind.NONE),
     int(ArgKind.CONST),
     int(ArgKind.SLOT),
@@ -74,6 +75,7 @@ _K_NONE, _K_CONST, _K_SLOT, _K_TARGET, _K_FUNC, _K_DEPTH, _K_COUNT = (
     int(ArgKind.FUNC),
     int(ArgKind.DEPTH),
     int(ArgKind.COUNT),
+    int(ArgKind.SLOT2),
 )
 
 # Opcode numbers as module constants (the step loop compares plain ints).
@@ -126,9 +128,10 @@ _K_NONE, _K_CONST, _K_SLOT, _K_TARGET, _K_FUNC, _K_DEPTH, _K_COUNT = (
     JUMP_IF_GE,
     JUMP_IF_EQ,
     JUMP_IF_NE,
-) = range(Op.JUMP_IF_NE + 1)  # the opcodes with an arm below (appended ones: _TABLE_ONLY)
+    LOAD_VAR2,
+) = range(Op.LOAD_VAR2 + 1)  # the opcodes with an arm below (appended ones: _TABLE_ONLY)
 assert (ASSERT, FOR_RANGE, CALL) == (Op.ASSERT, Op.FOR_RANGE, Op.CALL)
-assert (JUMP_IF_LT, JUMP_IF_NE) == (Op.JUMP_IF_LT, Op.JUMP_IF_NE)
+assert (JUMP_IF_LT, JUMP_IF_NE, LOAD_VAR2) == (Op.JUMP_IF_LT, Op.JUMP_IF_NE, Op.LOAD_VAR2)
 
 # Arithmetic opcodes without an arm of their own in _run (none today): an opcode appended
 # to isa.py with a row in ops.py runs that row's semantics (tests/test_ops.py checks the
@@ -347,8 +350,11 @@ def _run(program: isa.Program, limits: Limits, entry: int, args: list[int], trac
                 bad = not 0 <= a < n_funcs
             elif k == _K_DEPTH:
                 bad = not 1 <= a <= depth
-            else:  # COUNT
+            elif k == _K_COUNT:
                 bad = not 0 <= a <= depth
+            else:  # SLOT2: both slots
+                s1, s2 = isa.unpack_slots(a)
+                bad = not (0 <= s1 < nlocals and 0 <= s2 < nlocals)
             if bad:
                 status = _INVALID
                 break
@@ -365,6 +371,19 @@ def _run(program: isa.Program, limits: Limits, entry: int, args: list[int], trac
                 break
             stack[sp] = stack[i]
             sp += 1
+            pc += 1
+        elif o == LOAD_VAR2:  # LOAD_VAR s1; LOAD_VAR s2 in one step
+            s1, s2 = isa.unpack_slots(a)
+            i, j = fp + s1, fp + s2
+            if not bound[i]:
+                status = _UNBOUND
+                break
+            if not bound[j]:
+                status, detail = _UNBOUND, 1  # the second slot (isa.failing_slot)
+                break
+            stack[sp] = stack[i]
+            stack[sp + 1] = stack[j]
+            sp += 2
             pc += 1
         elif o == LOAD_CONST:
             stack[sp] = a
