@@ -165,7 +165,7 @@ def _add_backend_options(p: argparse.ArgumentParser) -> None:
 
 
 OPT_PASSES = ("thread", "unreachable", "fold", "peephole", "deadstore", "cmpjump",
-              "invert")  # jaxcc.optimize.PASSES  # fmt: skip
+              "loadvar2", "invert")  # jaxcc.optimize.PASSES  # fmt: skip
 
 
 def _add_optimizer_options(p: argparse.ArgumentParser) -> None:

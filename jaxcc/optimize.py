@@ -23,7 +23,8 @@ How the sequential algorithms become array code:
   32 slots a word). A round that changes nothing ends the loop; the number of rounds is
   bounded by the code length (every fact travels along a path of at most I edges);
 * the rewrites: every position tests every rule at once on shifted copies of the code
-  (k - 1, k - 2); constant operations are evaluated with ``ops.evaluate`` for every
+  (k - 1, k - 2); loadvar2's left-to-right pairing of a run of LOAD_VARs is a parity:
+  a pair fires at an odd distance from the run's start (a running maximum); constant operations are evaluated with ``ops.evaluate`` for every
   binary and unary opcode, and kept only where no check fires;
 * compaction: an exclusive prefix sum of "kept" gives each instruction its new index;
   targets and entries are mapped through it; one scatter moves the code;
@@ -47,7 +48,8 @@ from jaxcc.errors import Code
 from jaxcc.isa import Op
 from jaxcc.limits import DEFAULT, Limits
 
-PASSES = ("thread", "unreachable", "fold", "peephole", "deadstore", "cmpjump", "invert")
+PASSES = ("thread", "unreachable", "fold", "peephole", "deadstore", "cmpjump", "loadvar2",
+          "invert")  # fmt: skip
 MAX_ROUNDS = 32
 
 i32 = jnp.int32
@@ -59,6 +61,7 @@ _COMPARE = (Op.LT, Op.LE, Op.GT, Op.GE, Op.EQ, Op.NE)
 _IDENTITY = {Op.ADD: 0, Op.SUB: 0, Op.OR: 0, Op.XOR: 0, Op.LSHIFT: 0, Op.RSHIFT: 0,
              Op.MUL: 1, Op.FLOORDIV: 1, Op.POW: 1, Op.AND: -1}  # fmt: skip
 _NEGATE = {Op.LT: Op.GE, Op.GE: Op.LT, Op.LE: Op.GT, Op.GT: Op.LE, Op.EQ: Op.NE, Op.NE: Op.EQ}
+_SLOT2_MAX = 2**15  # LOAD_VAR2 packs two slots below this into one arg
 
 
 def _table(mapping: dict, default: int):
@@ -217,6 +220,15 @@ def live_after(c: _Code, words: int):
     onehot = jnp.where(jnp.arange(words)[None, :] == word[:, None], bit[:, None], jnp.uint32(0))
     zero = jnp.uint32(0)
     use = jnp.where((valid & (c.op == Op.LOAD_VAR) & slot_ok)[:, None], onehot, zero)
+    # LOAD_VAR2 reads both of its slots (a & 0xFFFF, a >> 16)
+    for s in (c.arg & 0xFFFF, c.arg >> 16):
+        s_ok = valid & (c.op == Op.LOAD_VAR2) & (s >= 0) & (s < 32 * words)
+        s_word = jnp.clip(s, 0, 32 * words - 1) // 32
+        s_bit = jnp.left_shift(
+            jnp.uint32(1), (jnp.clip(s, 0, 32 * words - 1) % 32).astype(jnp.uint32)
+        )
+        s_hot = jnp.where(jnp.arange(words)[None, :] == s_word[:, None], s_bit[:, None], zero)
+        use = use | jnp.where(s_ok[:, None], s_hot, zero)
     kill = jnp.where((valid & (c.op == Op.STORE_VAR) & slot_ok)[:, None], onehot, zero)
     t = jnp.clip(c.arg, 0, size - 1)
     through = jnp.where(falls[:, None], ~kill, zero)  # B: what passes from i + 1 to i
@@ -328,6 +340,18 @@ def rewrite(c: _Code, passes: tuple, words: int) -> _Code:
         dead = in_range & (bit == 0)
         pair = (op == Op.LOAD_VAR) & (p1 == Op.STORE_VAR) & (a1 == arg) & free & dead
         rules.append((pair, -1, arg, True, False))
+    if "loadvar2" in passes:
+        # LOAD_VAR a; LOAD_VAR b (b's not a target, same line, a not deleted by deadstore)
+        # -> LOAD_VAR2 a | (b << 16). In a run of such pairs, every other one from the
+        # run's start (a left-to-right greedy pairing: the reference's order)
+        ds = pair if "deadstore" in passes else false
+        small = (arg >= 0) & (arg < _SLOT2_MAX) & (a1 >= 0) & (a1 < _SLOT2_MAX)
+        same_line = _shift(c.line, 1, -1) == c.line
+        can = (op == Op.LOAD_VAR) & (p1 == Op.LOAD_VAR) & free & same_line & small
+        can = can & ~_shift(ds, 1, False)
+        run_start = lax.cummax(jnp.where(can, -1, idx))
+        odd = ((idx - run_start) % 2) == 1
+        rules.append((can & odd, Op.LOAD_VAR2, a1 | (arg << 16), True, False))
 
     fired = false
     new_op, new_arg, deleted, del1, del2 = op, arg, false, false, false
@@ -347,7 +371,7 @@ def rewrite(c: _Code, passes: tuple, words: int) -> _Code:
 
 # -- loop inversion ---------------------------------------------------------------------
 
-_TEST_OPS = (Op.LOAD_VAR, Op.LOAD_CONST, *isa.BINARY_OPS, *isa.UNARY_OPS)
+_TEST_OPS = (Op.LOAD_VAR, Op.LOAD_VAR2, Op.LOAD_CONST, *isa.BINARY_OPS, *isa.UNARY_OPS)
 TEST_MAX = 4
 _INVERTED = {Op.JUMP_IF_FALSE: Op.JUMP_IF_TRUE, Op.JUMP_IF_TRUE: Op.JUMP_IF_FALSE,
              **{isa.COMPARE_JUMP[a]: isa.COMPARE_JUMP[b] for a, b in _NEGATE.items()}}  # fmt: skip
@@ -430,7 +454,7 @@ def _round(c: _Code, passes: tuple, words: int) -> _Code:
         c = thread(c)
     if "unreachable" in passes:
         c = compact(c, ~reachable(c))
-    if {"fold", "peephole", "deadstore", "cmpjump"} & set(passes):
+    if {"fold", "peephole", "deadstore", "cmpjump", "loadvar2"} & set(passes):
         c = rewrite(c, passes, words)
     if "invert" in passes:
         c = invert_loops(c)

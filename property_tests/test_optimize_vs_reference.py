@@ -92,15 +92,21 @@ def calls(program: isa.Program, rng: random.Random) -> list[tuple[int, list[int]
     return out
 
 
-def outcome(res, i=None) -> tuple:
+def outcome(res, i=None, program=None) -> tuple:
     """What must not change: status, detail, line, result, output (status alone for a
-    TimeoutError, see the module docstring)."""
+    TimeoutError, see the module docstring). For an UnboundLocalError the detail is
+    replaced by the unbound slot (isa.failing_slot of ``program``'s failing instruction:
+    a LOAD_VAR2's detail says which of its two slots)."""
     pick = (lambda x: np.asarray(x)) if i is None else (lambda x: np.asarray(x)[i])
     status = int(pick(res.status))
     if status == Code.TIMEOUT:
         return (status,)
     n = int(pick(res.n_out))
-    return (status, int(pick(res.detail)), int(pick(res.line)), int(pick(res.fn)),
+    detail = int(pick(res.detail))
+    if status == Code.UNBOUND_LOCAL and program is not None:
+        pc = int(pick(res.pc))
+        detail = isa.failing_slot(np.asarray(program.op)[pc], np.asarray(program.arg)[pc], detail)
+    return (status, detail, int(pick(res.line)), int(pick(res.fn)),
             int(pick(res.result)), n, pick(res.out_kind)[:n].tolist(),
             pick(res.out_val)[:n].tolist())  # fmt: skip
 
@@ -115,11 +121,18 @@ def check_behaviour(p0, p1, ok, seed: int, jax_vm: bool = True) -> int:
             runs.append((int(i), entry, args))
     want = {}
     for i, entry, args in runs:
-        a = run_program(lane(p0, i), LIMITS, entry, args)
-        b = run_program(lane(p1, i), LIMITS, entry, args)
-        assert outcome(a) == outcome(b), (i, entry, args, outcome(a), outcome(b))
+        q0, q1 = lane(p0, i), lane(p1, i)
+        a = run_program(q0, LIMITS, entry, args)
+        b = run_program(q1, LIMITS, entry, args)
+        assert outcome(a, None, q0) == outcome(b, None, q1), (
+            i,
+            entry,
+            args,
+            outcome(a),
+            outcome(b),
+        )
         assert int(b.steps) <= int(a.steps) or int(a.status) == Code.TIMEOUT, (i, entry, args)
-        want[(i, entry, tuple(args))] = outcome(b)
+        want[(i, entry, tuple(args))] = outcome(b, None, q1)
     if not jax_vm:
         return len(runs)
     for s in range(0, len(runs), LANES):
@@ -132,8 +145,9 @@ def check_behaviour(p0, p1, ok, seed: int, jax_vm: bool = True) -> int:
         r0 = jax.device_get(vm.run(rows(p0, idx), LIMITS, entry, args))
         r1 = jax.device_get(vm.run(rows(p1, idx), LIMITS, entry, args))
         for j, (i, e, a) in enumerate(chunk):
-            assert outcome(r0, j) == outcome(r1, j), (i, e, a, outcome(r0, j), outcome(r1, j))
-            assert outcome(r1, j) == want[(i, e, tuple(a))], (i, e, a)
+            o0, o1 = outcome(r0, j, lane(p0, i)), outcome(r1, j, lane(p1, i))
+            assert o0 == o1, (i, e, a, o0, o1)
+            assert o1 == want[(i, e, tuple(a))], (i, e, a)
     return len(runs)
 
 
@@ -146,6 +160,8 @@ def check_sources(sources: list[str], seed: int) -> None:
     # the compare-and-branch rule fires on these programs (so the runs above cover it)
     valid = np.arange(np.shape(p1.op)[1])[None, :] < np.asarray(p1.n_code)[:, None]
     assert np.isin(np.asarray(p1.op)[valid], isa.COMPARE_JUMP_OPS).sum() > 0
+    # and so does loadvar2 (LOAD_VAR; LOAD_VAR fused)
+    assert (np.asarray(p1.op)[valid] == isa.Op.LOAD_VAR2).sum() > 0
 
 
 def test_generated_programs():

@@ -33,6 +33,7 @@ from property_tests.test_optimize_vs_reference import (
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 L, C, V, S = Op.LOAD_CONST, Op.LOAD_VAR, Op.STORE_VAR, Op.RETURN_VALUE
+C2, pk = Op.LOAD_VAR2, isa.pack_slots
 
 
 def code_of(source: str, passes=ropt.PASSES, fn: int = 0) -> list[tuple]:
@@ -132,21 +133,39 @@ FIRES = [
       (S, 0), (L, 0), (S, 0)]),
     ("invert: the copy's MUL can overflow (its line is kept)", "def f(n):\n    i = 1\n"
      "    while i * i < n:\n        i = i * 2\n    return i\n", 1, ropt.PASSES,
-     [(L, 1), (V, 1), (C, 1), (C, 1), (Op.MUL, 0), (C, 0), (Op.JUMP_IF_GE, 16), (C, 1), (L, 2),
-      (Op.MUL, 0), (V, 1), (C, 1), (C, 1), (Op.MUL, 0), (C, 0), (Op.JUMP_IF_LT, 7), (C, 1),
+     [(L, 1), (V, 1), (C2, pk(1, 1)), (Op.MUL, 0), (C, 0), (Op.JUMP_IF_GE, 14), (C, 1), (L, 2),
+      (Op.MUL, 0), (V, 1), (C2, pk(1, 1)), (Op.MUL, 0), (C, 0), (Op.JUMP_IF_LT, 6), (C, 1),
       (S, 0)]),
     ("invert: a while in a for (the copy jumps back to the for)", "def f(n):\n    s = 0\n"
      "    for j in range(n):\n        i = 0\n        while i < j:\n            i += 1\n"
      "            s += i\n    return s\n", 1, ropt.PASSES,
-     [(L, 0), (V, 1), (L, 0), (C, 0), (L, 1), (Op.FOR_RANGE, 24), (V, 2), (L, 0), (V, 3), (C, 3),
-      (C, 2), (Op.JUMP_IF_GE, 5), (C, 3), (L, 1), (Op.ADD, 0), (V, 3), (C, 1), (C, 3),
-      (Op.ADD, 0), (V, 1), (C, 3), (C, 2), (Op.JUMP_IF_LT, 12), (Op.JUMP, 5), (C, 1), (S, 0)]),
+     [(L, 0), (V, 1), (L, 0), (C, 0), (L, 1), (Op.FOR_RANGE, 21), (V, 2), (L, 0), (V, 3),
+      (C2, pk(3, 2)), (Op.JUMP_IF_GE, 5), (C, 3), (L, 1), (Op.ADD, 0), (V, 3), (C2, pk(1, 3)),
+      (Op.ADD, 0), (V, 1), (C2, pk(3, 2)), (Op.JUMP_IF_LT, 11), (Op.JUMP, 5), (C, 1), (S, 0)]),
     ("fold: a compare-and-branch on constants, not taken", "x = 3\nif x < 5:\n    print(1)\n",
      0, ("deadstore", "cmpjump", "fold"),
      [(L, 1), (Op.PRINT_INT, 1), (Op.PRINT_NEWLINE, 0), (Op.POP_N, 1), (L, 0), (S, 0)]),
     ("fold: a compare-and-branch on constants, taken", "x = 7\nif x < 5:\n    print(1)\n"
      "print(2)\n", 0, ("deadstore", "cmpjump", "fold", "unreachable", "peephole"),
      [(L, 2), (Op.PRINT_INT, 1), (Op.PRINT_NEWLINE, 0), (Op.POP_N, 1), (L, 0), (S, 0)]),
+    ("loadvar2: a + b", "def f(a, b):\n    return a + b\n", 1, ("loadvar2",),
+     [(C2, pk(0, 1)), (Op.ADD, 0), (S, 0), (L, 0), (S, 0)]),
+    # a run of three loads: the first two pair (the third is left); of four: two pairs
+    ("loadvar2: runs of 3 and 4 loads", "def f(a, b, c, d):\n    print(a, b, c)\n"
+     "    print(d, c, b, a)\n    return 0\n", 1, ("loadvar2",),
+     [(C2, pk(0, 1)), (C, 2), (Op.PRINT_INT, 3), (Op.PRINT_INT, 2), (Op.PRINT_INT, 1),
+      (Op.PRINT_NEWLINE, 0), (Op.POP_N, 3), (C2, pk(3, 2)), (C2, pk(1, 0)), (Op.PRINT_INT, 4),
+      (Op.PRINT_INT, 3), (Op.PRINT_INT, 2), (Op.PRINT_INT, 1), (Op.PRINT_NEWLINE, 0),
+      (Op.POP_N, 4), (L, 0), (S, 0), (L, 0), (S, 0)]),
+    # deadstore takes STORE_VAR x; LOAD_VAR x first: x's load is not fused with a's
+    ("loadvar2: not a load deadstore deletes", "def f(a):\n    x = a + 1\n    return x + a\n",
+     1, ("deadstore", "loadvar2"),
+     [(C, 0), (L, 1), (Op.ADD, 0), (C, 0), (Op.ADD, 0), (S, 0), (L, 0), (S, 0)]),
+    # invert copies a test that holds a LOAD_VAR2
+    ("loadvar2: while i < n, inverted", "def f(n):\n    i = 0\n    while i < n:\n"
+     "        i += 1\n    return i\n", 1, ("cmpjump", "loadvar2", "invert"),
+     [(L, 0), (V, 1), (C2, pk(1, 0)), (Op.JUMP_IF_GE, 10), (C, 1), (L, 1), (Op.ADD, 0), (V, 1),
+      (C2, pk(1, 0)), (Op.JUMP_IF_LT, 4), (C, 1), (S, 0), (L, 0), (S, 0)]),
 ]  # fmt: skip
 
 
@@ -209,7 +228,61 @@ NOT_FIRES = [
      "    return a < b and c > 0\n", ("cmpjump",)),
     ("cmpjump: a comparison that is not before a jump", "def f(a, b):\n    x = a < b\n"
      "    print(x)\n    return 0\n", ("cmpjump",)),
+    # the two loads are on different lines (an UnboundLocalError's line must stay b's)
+    ("loadvar2: loads on two lines", "def f(a, b):\n    return (a +\n            b)\n",
+     ("loadvar2",)),
 ]  # fmt: skip
+
+
+def test_loadvar2_not_into_a_jump_target():
+    """LOAD_VAR a; LOAD_VAR b where a jump goes to b: not fused (the jump brings one
+    value, not a's); where the jump goes to a, fused (the jump reaches LOAD_VAR2)."""
+    code = [(C, 0), (C, 1), (Op.ADD, 0), (Op.DUP_TOP, 0), (Op.JUMP_IF_TRUE, 1), (S, 0)]
+    p = _hand_program(code, 8)
+    q = ropt.optimize(p, ("loadvar2",))
+    assert [int(o) for o in q.op[: int(q.n_code)]] == [o for o, _ in code]
+    code2 = [(C, 0), (C, 1), (Op.ADD, 0), (Op.DUP_TOP, 0), (Op.JUMP_IF_TRUE, 0), (S, 0)]
+    q2 = ropt.optimize(_hand_program(code2, 8), ("loadvar2",))
+    assert [(int(o), int(a)) for o, a in zip(q2.op[:5], q2.arg[:5], strict=True)] == [
+        (C2, pk(0, 1)),
+        (Op.ADD, 0),
+        (Op.DUP_TOP, 0),
+        (Op.JUMP_IF_TRUE, 0),
+        (S, 0),
+    ]
+    batch = isa.Program(*(np.stack([np.asarray(x), np.asarray(y)]) for x, y in
+                          zip(p, _hand_program(code2, 8), strict=True)))  # fmt: skip
+    want = isa.Program(*(np.stack([np.asarray(x), np.asarray(y)]) for x, y in
+                         zip(q, q2, strict=True)))  # fmt: skip
+    assert_programs_equal(jax.device_get(dopt.optimize(batch, LIMITS, ("loadvar2",))), want,
+                          "jump targets")  # fmt: skip
+
+
+@pytest.mark.parametrize("src, name", [
+    ("def f(c):\n    y = 2\n    if c:\n        x = 1\n    return y - x\n", "x"),
+    ("def f(c):\n    y = 2\n    if c:\n        x = 1\n    return x - y\n", "x"),
+    ("def f(c):\n    if c:\n        x = 1\n    return x - x\n", "x"),
+])  # fmt: skip
+def test_loadvar2_unbound_error_names_the_same_variable(src, name):
+    """An UnboundLocalError in a LOAD_VAR2 (either slot) gives the -O0 status, line, detail
+    (the slot) and message on both VMs."""
+    from jaxcc import format as fmt
+    from jaxcc import vm
+
+    c = compile_source(src, LIMITS)
+    p1 = ropt.optimize(c.program)
+    assert Op.LOAD_VAR2 in [int(o) for o in p1.op]
+    texts = set()
+    for prog in (c.program, p1):
+        for res in (
+            run_program(prog, LIMITS, 1, [0]),
+            jax.device_get(vm.run(prog, LIMITS, entry=1, args=np.zeros(1, np.int32))),
+        ):
+            assert (int(res.status), int(res.line)) == (Code.UNBOUND_LOCAL, 5 - ("y" not in src))
+            pc = int(res.pc)  # the unbound slot is x's (after c, y)
+            assert isa.failing_slot(prog.op[pc], prog.arg[pc], res.detail) == 2 - ("y" not in src)
+            texts.add(fmt.format_error(res, src, "a.py", c.debug, prog))
+    assert len(texts) == 1 and f"local variable '{name}'" in texts.pop()
 
 
 @pytest.mark.parametrize("name, source, passes", NOT_FIRES, ids=[n[0] for n in NOT_FIRES])
@@ -246,6 +319,18 @@ def test_invert_saves_a_jump_per_iteration():
     for n in (0, 1, 10):  # one step per test (the comparison), then one per back edge
         assert steps[(), n] - steps[("cmpjump",), n] == n + 1
         assert steps[("cmpjump",), n] - steps[("cmpjump", "invert"), n] == n
+
+
+def _hand_program(code, size: int, nlocals: int = 2, maxstack: int = 3) -> isa.Program:
+    """Function 0 of ``code`` [(op, arg)] with 2 params, on one line, in arrays of size."""
+    op, arg, line = (np.zeros(size, np.int32) for _ in range(3))
+    op[: len(code)] = [o for o, _ in code]
+    arg[: len(code)] = [a for _, a in code]
+    line[: len(code)] = 1
+    f = np.zeros(2, np.int32)
+    return isa.Program(op, arg, line, np.int32(len(code)), f, np.array([2, 0], np.int32),
+                       np.array([nlocals, 0], np.int32), np.array([maxstack, 0], np.int32), f,
+                       np.int32(1))  # fmt: skip
 
 
 def _loops_program(size: int) -> isa.Program:
@@ -294,7 +379,8 @@ def test_reads_of_a_maybe_unbound_variable_stay(source):
     c = compile_source(source, LIMITS)
     p = ropt.optimize(c.program)
     loads = [int(o) for o in c.program.op].count(Op.LOAD_VAR)
-    assert [int(o) for o in p.op[: int(p.n_code)]].count(Op.LOAD_VAR) == loads
+    ops = [int(o) for o in p.op[: int(p.n_code)]]
+    assert ops.count(Op.LOAD_VAR) + 2 * ops.count(Op.LOAD_VAR2) == loads
     for prog in (c.program, p):
         res = run_program(prog, LIMITS, 1, [0])
         assert int(res.status) == Code.UNBOUND_LOCAL and int(res.line) == 4
@@ -316,7 +402,7 @@ def test_hand_cases_device_equals_reference_and_behave_the_same():
     assert_programs_equal(device_optimize(p0), p1, "hand cases", ALL_SOURCES)
     assert check_behaviour(p0, p1, codes == Code.OK, 5) > 50
     # and each pass alone
-    for only in (dopt.PASSES[0], "cmpjump", "invert"):
+    for only in (dopt.PASSES[0], "cmpjump", "loadvar2", "invert"):
         assert_programs_equal(device_optimize(p0, (only,)), ropt.optimize(p0, (only,)), only)
 
 

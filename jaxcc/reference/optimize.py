@@ -23,12 +23,13 @@ round, each step reading the code that the step before left:
      JUMP_IF_TRUE / JUMP_IF_TRUE_OR_POP at t: JUMP_IF_FALSE t + 1 (the value is popped
      and falls through). JUMP_IF_TRUE_OR_POP the other way round.
 2. ``unreachable``: instructions that no path from a function entry reaches are deleted.
-3. the rewrites of ``fold``, ``peephole`` and ``deadstore``, each at an anchor
+3. the rewrites of ``fold``, ``peephole``, ``deadstore``, ``cmpjump`` and ``loadvar2``, each at an anchor
    instruction k, all decided on the same code (the one after step 2, compacted).
    "k is a target" means some jump's argument or some function entry is k. The patterns
    never overlap (their non-anchor instructions are LOAD_CONST, NOT, a comparison or a
    STORE_VAR, none of which anchors a rule that could fire with them; cmpjump's
-   comparison could anchor fold, hence its exception):
+   comparison could anchor fold, hence its exception; loadvar2's first LOAD_VAR could
+   anchor deadstore or another loadvar2, hence its conditions):
 
    * fold: ``LOAD_CONST a; LOAD_CONST b; BINARY`` (the last two not targets) and
      ``LOAD_CONST a; UNARY`` (the last not a target) -> ``LOAD_CONST r`` at k, when the
@@ -51,11 +52,18 @@ round, each step reading the code that the step before left:
      comparison may be a target: a jump to it reaches the fused instruction with the same
      two operands. And in fold: ``LOAD_CONST a; LOAD_CONST b; JUMP_IF_<cmp> t`` (the
      last two not targets) -> ``JUMP t`` at k (a cmp b) or nothing.
+   * loadvar2, decided after the rules above: ``LOAD_VAR a; LOAD_VAR b`` (k not a target,
+     both of the same line, both slots below SLOT2_MAX = 2**15, the first not deleted by
+     deadstore) -> ``LOAD_VAR2 a | (b << 16)`` at k; pairs are taken left to right, so in
+     a run of such loads the first two pair, the next two, and so on (a lone last one is
+     left for the next round). A jump to the first LOAD_VAR reaches the LOAD_VAR2; none
+     may reach the second, which would bring one value, not two. The same line keeps an
+     UnboundLocalError's line, and LOAD_VAR2 checks a before b as the two loads did.
 
    Deleted instructions are then removed (compaction): every jump target and function
    entry moves to where its instruction went (a deleted one's to the next kept one).
 4. ``invert`` (loop inversion, ``invert_loops``): a back edge ``JUMP h`` to a loop test of
-   at most TEST_MAX loads / constants / arithmetic before its conditional jump is
+   at most TEST_MAX loads (LOAD_VAR2 included) / constants / arithmetic before its conditional jump is
    replaced by a copy of the test whose inverted jump goes to the loop body, so each
    iteration saves the JUMP; the code grows, and only while it fits the Program's code
    length. The copies keep their lines (a copied LOAD_VAR or MUL raises at its line).
@@ -75,8 +83,10 @@ from jaxcc.errors import Code
 from jaxcc.isa import Op
 from jaxcc.limits import Limits
 
-PASSES = ("thread", "unreachable", "fold", "peephole", "deadstore", "cmpjump", "invert")
+PASSES = ("thread", "unreachable", "fold", "peephole", "deadstore", "cmpjump", "loadvar2",
+          "invert")  # fmt: skip
 MAX_ROUNDS = 32
+SLOT2_MAX = 2**15  # LOAD_VAR2 packs two slots below this into one arg
 
 _COND = {Op.JUMP_IF_FALSE, Op.JUMP_IF_TRUE, Op.JUMP_IF_FALSE_OR_POP, Op.JUMP_IF_TRUE_OR_POP}
 _CMPJUMP = set(isa.COMPARE_JUMP_OPS)  # the compare-and-branch opcodes
@@ -248,6 +258,8 @@ def live_after(code: _Code) -> list[set[int]]:
             new_in.discard(a)
         if o == Op.LOAD_VAR:
             new_in.add(a)
+        if o == Op.LOAD_VAR2:  # reads both of its slots
+            new_in |= set(isa.unpack_slots(a))
         if new_in != live_in[i]:
             live_in[i] = new_in
             todo.extend(preds[i])
@@ -345,6 +357,17 @@ def rewrite(code: _Code, passes) -> None:
                     and free(k) and args[k] not in live[k]):  # fmt: skip
                 deleted |= {k - 1, k}
                 continue
+    if "loadvar2" in passes:
+        # LOAD_VAR a; LOAD_VAR b -> LOAD_VAR2 a, b, after the rules above, left to right
+        taken = set()  # positions already in a LOAD_VAR2
+        for k in range(1, n):
+            if (ops[k] == ops[k - 1] == Op.LOAD_VAR and free(k)
+                    and code.lines[k] == code.lines[k - 1]
+                    and 0 <= args[k - 1] < SLOT2_MAX and 0 <= args[k] < SLOT2_MAX
+                    and k - 1 not in deleted and k - 1 not in taken):  # fmt: skip
+                new[k] = (Op.LOAD_VAR2, isa.pack_slots(args[k - 1], args[k]))
+                deleted.add(k - 1)
+                taken |= {k - 1, k}
     for k, (o, a) in new.items():
         code.ops[k], code.args[k] = int(o), int(a)
     code.compact(deleted)
@@ -352,7 +375,7 @@ def rewrite(code: _Code, passes) -> None:
 
 # loop inversion: the instructions a copied loop test may hold (no control flow, no call,
 # no store or output), at most TEST_MAX of them before its conditional jump
-_TEST_OPS = {Op.LOAD_VAR, Op.LOAD_CONST} | _BINARY | _UNARY
+_TEST_OPS = {Op.LOAD_VAR, Op.LOAD_VAR2, Op.LOAD_CONST} | _BINARY | _UNARY
 TEST_MAX = 4
 _INVERTED = {Op.JUMP_IF_FALSE: Op.JUMP_IF_TRUE, Op.JUMP_IF_TRUE: Op.JUMP_IF_FALSE,
              **{isa.COMPARE_JUMP[c]: isa.COMPARE_JUMP[n] for c, n in _NEGATED.items()}}  # fmt: skip
@@ -438,7 +461,7 @@ def _optimize_one(program: isa.Program, passes, max_rounds: int) -> isa.Program:
             thread(code)
         if "unreachable" in passes:
             remove_unreachable(code)
-        if {"fold", "peephole", "deadstore", "cmpjump"} & set(passes):
+        if {"fold", "peephole", "deadstore", "cmpjump", "loadvar2"} & set(passes):
             rewrite(code, passes)
         if "invert" in passes:
             invert_loops(code, size)
