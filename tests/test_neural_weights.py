@@ -45,10 +45,11 @@ def test_router_fit_separates_a_learnable_label():
 
 
 def test_shipped_weights_reach_the_documented_level0_accuracy_on_cpu():
-    """docs/neural.md: greedy pass@1 on held-out level-0 programs is 0.94 (128 programs on
-    the H100). 24 other held-out level-0 programs, greedy, on the CPU, judged by the VM
-    against the deterministic code on probe inputs: at least 18 pass (0.75 leaves four
-    standard deviations of a 24-program sample below 0.94)."""
+    """docs/neural.md: greedy pass@1 on held-out level-0 programs is 0.992 (128 programs on
+    the H100, stage-3 weights). 24 other held-out level-0 programs, greedy, on the CPU,
+    judged by the VM against the deterministic code on probe inputs: at least 21 pass
+    (0.875 is over five standard deviations of a 24-program sample below 0.99; 24 of 24
+    passed when the weights were shipped)."""
     from jaxcc.neural import api, corpus, evaluate
 
     cfg, params = weights.load()
@@ -58,4 +59,4 @@ def test_shipped_weights_reach_the_documented_level0_accuracy_on_cpu():
         srcs, cfg, params, jax.random.key(0), 1, 0.0, True, 16, api.NEURAL_LIMITS, vl, batch=24
     )
     assert compiled.all()
-    assert int(passed[:, 0].sum()) >= 18, int(passed[:, 0].sum())
+    assert int(passed[:, 0].sum()) >= 21, int(passed[:, 0].sum())
