@@ -14,10 +14,9 @@ sum of the stages' times differs from it (XLA fuses across stage boundaries in t
 loop and drops what no later stage reads; the split materializes every intermediate).
 The stages' final Evaluation is checked equal to the whole loop's, field by field.
 
-The only code here that is not a call of jaxcc's own functions is the glue that
-``middle.middle_end_debug`` and ``middle._one`` put around the passes (casting the AST
-and the incoming Error to int32, building the State, keeping the program and the final
-Error of the last pass, and dropping the debug arrays as ``pipeline.evaluate`` does).
+Around the passes it calls what ``middle.middle_end_debug`` calls: ``middle.initial_state``
+before the first and ``middle.outcome`` after the last (whose debug arrays it drops, as
+``pipeline.evaluate`` does).
 
 Per stage: median wall time per batch (bench/run.py's ``measure``), programs/s, XLA's
 cost analysis of the compiled stage (flops, bytes accessed), ``memory_analysis()``
@@ -104,20 +103,6 @@ class Stage(NamedTuple):
     in_loop: bool  # part of pipeline.evaluate's default composition (counted in the sum)
 
 
-def _middle_state(ast, error, limits):
-    """middle.middle_end_debug's glue before the passes (batched): the AST and the
-    incoming Error as int32, the initial middle.State."""
-    import jax.numpy as jnp
-
-    from jaxcc import middle
-    from jaxcc.resolve import Err
-
-    limits.check()
-    ast = type(ast)(*(jnp.asarray(x, jnp.int32) for x in ast))
-    err = Err(*(jnp.asarray(x, jnp.int32) for x in (error.code, error.line, error.col, error.detail)))  # fmt: skip
-    return middle.State(ast=ast, error=err)
-
-
 def _pass_stage(i: int, limits) -> Stage:
     """Pass i of middle.PASSES as a stage: vmapped over the batch as middle_end_debug does.
     Outputs only the State fields the pass set; the last pass gives (program, error) as
@@ -125,7 +110,6 @@ def _pass_stage(i: int, limits) -> Stage:
     import jax
 
     from jaxcc import middle
-    from jaxcc.errors import Error
 
     name, f = middle.PASSES[i]
     first, last = i == 0, i == len(middle.PASSES) - 1
@@ -133,14 +117,16 @@ def _pass_stage(i: int, limits) -> Stage:
     def one(st):
         new = f(st, limits)
         if last:
-            e = new.final
-            return {"program": new.program, "error": Error(e.code, e.line, e.col, e.detail)}
+            program, error, _ = middle.outcome(new)
+            return {"program": program, "error": error}
         if first:
             return new
         return {k: v for k, v in new._asdict().items() if v is not getattr(st, k)}
 
     def fn(*inputs):  # batched; the new State fields only (run_size merges them)
-        st = _middle_state(*inputs, limits) if first else inputs[0]
+        if first:
+            limits.check()
+        st = middle.initial_state(*inputs) if first else inputs[0]
         new = jax.vmap(one)(st)
         return new if last else {"state": new}
 

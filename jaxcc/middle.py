@@ -66,12 +66,29 @@ PASSES = (
 )
 
 
-def _one(ast, error: Err, limits: Limits):
-    st = State(ast=ast, error=error)
-    for _, f in PASSES:
-        st = f(st, limits)
+def initial_state(ast, error: Error | None = None) -> State:
+    """The passes' input, batched (leading axis B) or one program: the flat AST and the
+    incoming lexer/parser Error as int32 (no error: all zeros)."""
+    if error is None:
+        z = jnp.zeros(ast.kind.shape[:-1], jnp.int32)
+        error = Error(z, z, z, z)
+    ast = type(ast)(*(jnp.asarray(x, jnp.int32) for x in ast))
+    err = Err(
+        *(jnp.asarray(x, jnp.int32) for x in (error.code, error.line, error.col, error.detail))
+    )
+    return State(ast=ast, error=err)
+
+
+def outcome(st: State):
+    """(Program, Error, Debug) of a State that has been through every pass."""
     e = st.final
     return st.program, Error(e.code, e.line, e.col, e.detail), st.debug
+
+
+def _one(st: State, limits: Limits):
+    for _, f in PASSES:
+        st = f(st, limits)
+    return outcome(st)
 
 
 def middle_end(ast, tokens, limits: Limits, error: Error | None = None):
@@ -93,16 +110,7 @@ def middle_end_debug(ast, tokens, limits: Limits, error: Error | None = None):
     """
     del tokens
     limits.check()  # the passes order errors by 64 * node + sub in int32
-    batched = jnp.ndim(ast.kind) == 2
-    shape = ast.kind.shape[:1] if batched else ()
-    if error is None:
-        z = jnp.zeros(shape, jnp.int32)
-        error = Error(z, z, z, z)
-    ast = type(ast)(*(jnp.asarray(x, jnp.int32) for x in ast))
-    err = Err(
-        *(jnp.asarray(x, jnp.int32) for x in (error.code, error.line, error.col, error.detail))
-    )
-    f = lambda a, e: _one(a, e, limits)  # noqa: E731
-    if batched:
+    f = lambda st: _one(st, limits)  # noqa: E731
+    if jnp.ndim(ast.kind) == 2:
         f = jax.vmap(f)
-    return f(ast, err)
+    return f(initial_state(ast, error))

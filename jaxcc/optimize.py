@@ -208,28 +208,27 @@ def reachable(c: _Code):
     return _fixpoint(step, roots, size + 2)
 
 
+def _slot_bits(slot, where, words: int):
+    """UInt32[I, words]: bit ``slot`` set in the rows ``where`` holds (slots outside
+    [0, 32 * words) set nothing)."""
+    ok = where & (slot >= 0) & (slot < 32 * words)
+    s = jnp.clip(slot, 0, 32 * words - 1)
+    bit = jnp.left_shift(jnp.uint32(1), (s % 32).astype(jnp.uint32))
+    hot = jnp.where(jnp.arange(words)[None, :] == (s // 32)[:, None], bit[:, None], jnp.uint32(0))
+    return jnp.where(ok[:, None], hot, jnp.uint32(0))
+
+
 def live_after(c: _Code, words: int):
     """UInt32[I, words]: bit s of row i is set when some path from i's successors reads
     slot s before writing it (slots >= 32 * words are not tracked: the dead-store rule
     leaves them alone)."""
     size = c.op.shape[0]
     valid, edge, falls = _valid(c), _jump_edge(c), _falls(c)
-    slot_ok = (c.arg >= 0) & (c.arg < 32 * words)
-    word = jnp.clip(c.arg, 0, 32 * words - 1) // 32
-    bit = jnp.left_shift(jnp.uint32(1), (jnp.clip(c.arg, 0, 31 * words) % 32).astype(jnp.uint32))
-    onehot = jnp.where(jnp.arange(words)[None, :] == word[:, None], bit[:, None], jnp.uint32(0))
     zero = jnp.uint32(0)
-    use = jnp.where((valid & (c.op == Op.LOAD_VAR) & slot_ok)[:, None], onehot, zero)
-    # LOAD_VAR2 reads both of its slots (a & 0xFFFF, a >> 16)
-    for s in (c.arg & 0xFFFF, c.arg >> 16):
-        s_ok = valid & (c.op == Op.LOAD_VAR2) & (s >= 0) & (s < 32 * words)
-        s_word = jnp.clip(s, 0, 32 * words - 1) // 32
-        s_bit = jnp.left_shift(
-            jnp.uint32(1), (jnp.clip(s, 0, 32 * words - 1) % 32).astype(jnp.uint32)
-        )
-        s_hot = jnp.where(jnp.arange(words)[None, :] == s_word[:, None], s_bit[:, None], zero)
-        use = use | jnp.where(s_ok[:, None], s_hot, zero)
-    kill = jnp.where((valid & (c.op == Op.STORE_VAR) & slot_ok)[:, None], onehot, zero)
+    is_lv2 = valid & (c.op == Op.LOAD_VAR2)  # reads both its slots, a & 0xFFFF and a >> 16
+    use = _slot_bits(c.arg, valid & (c.op == Op.LOAD_VAR), words)
+    use = use | _slot_bits(c.arg & 0xFFFF, is_lv2, words) | _slot_bits(c.arg >> 16, is_lv2, words)
+    kill = _slot_bits(c.arg, valid & (c.op == Op.STORE_VAR), words)
     t = jnp.clip(c.arg, 0, size - 1)
     through = jnp.where(falls[:, None], ~kill, zero)  # B: what passes from i + 1 to i
 
