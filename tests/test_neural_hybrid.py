@@ -202,6 +202,10 @@ def test_claims_quick(tmp_path):
         w = r["wrong_but_accepted"][level]
         assert 0 <= w["wrong_accepted"] <= min(w["accepted"], w["wrong"])
         assert w["chosen_wrong"] <= w["chosen"] <= w["programs"]
+    # one example per distinct wrong program level 3 accepted, each naming what differed
+    ex = r["wrong_accepted_examples_level3"]
+    assert sum(e["samples"] for e in ex) == r["wrong_but_accepted"]["3"]["wrong_accepted"]
+    assert all(e["differs"] != "ACCEPTED" and 0 <= e["source"] < r["programs"] for e in ex)
     n_acc = r["reasons_level3"]["ACCEPTED"]
     assert r["wrong_but_accepted"]["3"]["accepted"] == n_acc
     assert sum(r["reasons_level3"].values()) == 4 * r["programs"]

@@ -223,12 +223,14 @@ def fresh_probes(tokens, n_params, key, n: int) -> verify.Probes:
 
 @functools.partial(jax.jit, static_argnames=("nl", "vl", "n_inputs"))
 def recheck(source, length, cands, ref, key, nl: Limits, vl: Limits, n_inputs: int):
-    """Bool[R]: candidate r ([R, ...]) behaves as ref[r] on n_inputs fresh vectors per
-    function (level 3's comparison on ``fresh_probes``)."""
+    """(Bool[R], Int32[R]): candidate r ([R, ...]) behaves as ref[r] on n_inputs fresh
+    vectors per function (level 3's comparison on ``fresh_probes``), and the
+    ``verify.Reason`` of that comparison (what differed first where it does not)."""
     tokens, _ = lexer.lex(source, length, nl)
     probes = fresh_probes(tokens, ref.fn_nparams, key, n_inputs)
     one = jax.tree.map(lambda x: x[:, None], cands)
-    return verify.verify_against(one, ref, probes, vl).accepted[:, 0]
+    v = verify.verify_against(one, ref, probes, vl)
+    return v.accepted[:, 0], v.reason[:, 0]
 
 
 # ------------------------------------------------------------------------ statistics
@@ -424,9 +426,12 @@ def judge_all(ns, cfg, params, sources, ref, nl, vl, n_funcs, k, key, chunk):
     return jax.tree.map(lambda *xs: np.concatenate(xs), *parts)
 
 
-def truth(ns, sources, ref, j: Judged, nl, vl, key) -> np.ndarray:
+def truth(ns, sources, ref, j: Judged, nl, vl, key, examples: list | None = None) -> np.ndarray:
     """Bool[n, k]: level-3 accepted and equal on the fresh inputs (each distinct accepted
-    program of a source re-checked once)."""
+    program of a source re-checked once). ``examples``, when given, receives one dict per
+    distinct level-3-accepted program found wrong (source index, how many samples, what
+    differed first on the fresh inputs, the source's first lines), so the near-misses that
+    the probes let through can be read."""
     todo = {}  # (source, bytes of the candidate) -> [(i, c), ...]
     for i, c in zip(*np.nonzero(j.acc3), strict=True):
         prog = tuple(np.asarray(x)[i, c].tobytes() for x in j.program)
@@ -443,12 +448,17 @@ def truth(ns, sources, ref, j: Judged, nl, vl, key) -> np.ndarray:
         cands = jax.tree.map(lambda x, r_=rows, c_=cols: np.asarray(x)[r_, c_], j.program)
         refs = jax.tree.map(lambda x, r_=rows: np.asarray(x)[r_], ref)
         refs = hybrid._widths(refs, nl.max_code, ns.funcs)
-        same = np.asarray(recheck(src, length, cands, refs, jax.random.fold_in(key, lo), nl, vl,
-                                  ns.recheck_inputs))  # fmt: skip
+        same, why = recheck(src, length, cands, refs, jax.random.fold_in(key, lo), nl, vl,
+                            ns.recheck_inputs)  # fmt: skip
+        same, why = np.asarray(same), np.asarray(why)
         n_real = min(r, len(items) - lo)
-        for p, s in zip(part[:n_real], same[:n_real], strict=True):
+        for p, s, w in zip(part[:n_real], same[:n_real], why[:n_real], strict=True):
             for i, c in p:
                 good[i, c] = bool(s)
+            if not s and examples is not None:
+                examples.append({"source": int(p[0][0]), "samples": len(p),
+                                 "differs": verify.Reason(int(w)).name,
+                                 "text": sources[p[0][0]][:400]})  # fmt: skip
     print(f"re-checked {len(items)} distinct accepted programs", flush=True)
     return good
 
@@ -651,13 +661,21 @@ def main(argv=None) -> int:
         return 0
 
     j = judge_all(ns, cfg, params, sources, ref, nl, vl, ns.funcs, ns.samples, key, ns.chunk)
-    good = truth(ns, sources, ref, j, nl, vl, jax.random.fold_in(key, 7))
+    examples = []
+    good = truth(ns, sources, ref, j, nl, vl, jax.random.fold_in(key, 7), examples)
     c3 = j.acc3.sum(axis=1)
     for name in dict.fromkeys(classes):
         m = classes == name
         results["classes"][name] = class_stats(name, c3[m], ns.samples, [])
         results["classes"][name]["p_correct_recheck_mean"] = float(good[m].mean())
     results["wrong_but_accepted"] = wrong_but_accepted(j, good, j.has_tests)
+    results["wrong_accepted_examples_level3"] = examples
+    for e in examples[:20]:
+        print(
+            f"level-3 accepted but wrong: source {e['source']} ({e['samples']} samples), "
+            f"differs first in {e['differs']}",
+            flush=True,
+        )
     results["learned_code"] = learned_code(j, good)
     results["reasons_level3"] = verify.reason_counts(j.reason3)
     save("judged")
