@@ -257,7 +257,12 @@ def _pow_limits() -> np.ndarray:
 _POW_MAX = _pow_limits()
 
 
-def _pow_ovf(a, b):
+def _pow_limit(e):
+    """_POW_MAX[e] (uint32) for 0 <= e <= 32: one table read."""
+    return jnp.asarray(_POW_MAX)[e]
+
+
+def _pow_ovf(a, b, pow_limit=_pow_limit):
     """a ** b for b >= 0 (b < 0 is the caller's ValueError); exact, with overflow.
 
     Overflow iff |a| > _POW_MAX[b] (one table read), except (-2) ** 31 == -2**31, the
@@ -266,7 +271,7 @@ def _pow_ovf(a, b):
     the true value, which fits). |a| <= 1 only needs b's parity (and b > 0)."""
     big = b >= 32
     e = jnp.where(big, 30 + (b & 1), b)  # 0 < e < 32, same parity as b
-    ovf = _mag(a) > jnp.asarray(_POW_MAX)[jnp.clip(b, 0, 32)]
+    ovf = _mag(a) > pow_limit(jnp.clip(b, 0, 32))
     ovf = ovf & ~((a == -2) & (b == 31))
     res = as_i32(1)
     base = a
@@ -343,13 +348,24 @@ _BIN = _decode(_KERNEL_BINARY, _TABLE_BINARY)
 _UN = _decode(_KERNEL_UNARY, _TABLE_UNARY)
 
 
-def _binary(o, a, b):
-    """Every binary opcode's result and error (code, detail), selected by opcode."""
+def _pick(dec: _Decode, o):
+    """A selector by opcode o for a kernel tuple (decoded by ``dec``): applied to the
+    results (opcode -> value, in the tuple's order) it gives results[o], one select by
+    position. (The Pallas kernel passes a select chain instead.)"""
+    k = dec.index(o)
+    return lambda results: lax.select_n(k, *results.values())
+
+
+def _binary(o, a, b, *, pick=_pick, pow_limit=_pow_limit):
+    """Every binary opcode's result and error (code, detail), selected by opcode.
+
+    ``pick`` and ``pow_limit`` are the two table reads on values (the Pallas kernel,
+    jaxcc/vm_pallas.py, replaces them with what its Triton lowering accepts)."""
     add, add_o = _add_ovf(a, b)
     sub, sub_o = _sub_ovf(a, b)
     mul, mul_o = _mul_ovf(a, b)
     q, r = _floordiv_mod(a, b)
-    pw, pw_o = _pow_ovf(a, b)
+    pw, pw_o = _pow_ovf(a, b, pow_limit)
     sh = jnp.clip(b, 0, 31)
     lsh = a << sh
     lsh_o = jnp.where(b >= 32, a != 0, (lsh >> sh) != a)
@@ -377,7 +393,7 @@ def _binary(o, a, b):
         Op.NE: jnp.where(a != b, one, zero),
     }
     assert tuple(results) == _KERNEL_BINARY
-    val = lax.select_n(_BIN.index(o), *results.values())
+    val = pick(_BIN, o)(results)
     zdiv = (b == 0) & ((o == Op.FLOORDIV) | (o == Op.MOD))
     neg_shift = (b < 0) & ((o == Op.LSHIFT) | (o == Op.RSHIFT))
     neg_pow = (b < 0) & (o == Op.POW)
@@ -404,8 +420,8 @@ def _binary(o, a, b):
     return val, as_i32(code), as_i32(detail)
 
 
-def _unary(o, x):
-    k = _UN.index(o)
+def _unary(o, x, *, pick=_pick):
+    select = pick(_UN, o)
     results = {
         Op.NEG: -x,
         Op.INVERT: ~x,
@@ -413,7 +429,7 @@ def _unary(o, x):
         Op.ABS: jnp.where(x < 0, -x, x),
     }
     assert tuple(results) == _KERNEL_UNARY
-    val = lax.select_n(k, *results.values())
+    val = select(results)
     ovf = (x == INT_MIN) & ((o == Op.NEG) | (o == Op.ABS))
     for op in _TABLE_UNARY:
         v, c, _ = ops.evaluate(op, x)
@@ -560,9 +576,13 @@ def _step(t: Tables, lay: Layout, limits: Limits, s: Lane) -> Lane:
     f = _fetch(t, lay, s)
     x = _check(limits, s, f)
     r = _registers(s, f, x)
-    mem = _write(lay, s, f, x, r)
+    return _update(s, f, x, r, _write(lay, s, f, x, r))
 
-    def upd(new, old):  # a register changes only when the instruction completes
+
+def _update(s: Lane, f: _Fetched, x: _Outcome, r: _Registers, mem) -> Lane:
+    """The lane after the step: registers change only when the instruction completes."""
+
+    def upd(new, old):
         return jnp.where(x.go, new, old)
 
     return Lane(
@@ -675,9 +695,27 @@ def _fetch(t: Tables, lay: Layout, s: Lane) -> _Fetched:
     )
 
 
-def _check(limits: Limits, s: Lane, f: _Fetched) -> _Outcome:
+def _first_failing(enc: list):
+    """The largest of the (priority, status) codes ``enc`` (a list of Int32 per lane),
+    materialized (see ``_materialize``)."""
+    return _materialize(jnp.max(jnp.stack(enc)))
+
+
+def _check(
+    limits: Limits,
+    s: Lane,
+    f: _Fetched,
+    *,
+    binary=_binary,
+    unary=_unary,
+    first=_first_failing,
+) -> _Outcome:
     """Checks 3-5 (isa.py's order; 1 and 2 are ``_fetch``'s valid and timeout) and each
-    opcode's results; the first failing check gives the new status."""
+    opcode's results; the first failing check gives the new status.
+
+    Elementwise in every field of ``s`` and ``f`` (``f.slot``/``f.slot2`` are read as
+    ``[0]``/``[1]`` pairs), so the Pallas kernel calls it on vectors of lanes, passing
+    its own ``binary``, ``unary`` and ``first`` (no value gathers, no n-way select)."""
     run, o, a, valid, kind, pops_t = f.run, f.o, f.a, f.valid, f.kind, f.pops_t
     pushes_t, timeout, depth, is_call = f.pushes_t, f.timeout, f.depth, f.is_call
     is_ret, f_entry, f_np, f_nl, f_ms = f.is_ret, f.f_entry, f.f_np, f.f_nl, f.f_ms
@@ -701,8 +739,8 @@ def _check(limits: Limits, s: Lane, f: _Fetched) -> _Outcome:
     stack_bad = (depth < pops) | (depth - pops + pushes_t > s.maxstack)
 
     # check 5 and the results: each opcode's own errors
-    bval, bcode, bdetail = _binary(o, second, top)
-    uval, uovf = _unary(o, top)
+    bval, bcode, bdetail = binary(o, second, top)
+    uval, uovf = unary(o, top)
     is_bin = _BIN.member(o)
     is_un = _UN.member(o)
     unbound = (o == Op.LOAD_VAR) & (a >= s.nparams) & (slot[1] != s.serial)
@@ -752,7 +790,7 @@ def _check(limits: Limits, s: Lane, f: _Fetched) -> _Outcome:
         for k, (c, code) in enumerate(checks)
     ]
     enc.append(jnp.where(e5 != Code.RUNNING, (1 << _STATUS_BITS) + e5, 0))
-    enc = _materialize(jnp.max(jnp.stack(enc)))
+    enc = first(enc)
     new_status = jnp.where(enc == 0, as_i32(Code.RUNNING), enc & ((1 << _STATUS_BITS) - 1))
     go = run & (new_status == Code.RUNNING)  # the instruction completes, the lane goes on
     started = run & valid & ~timeout
@@ -830,8 +868,17 @@ def _registers(s: Lane, f: _Fetched, x: _Outcome) -> _Registers:
 def _write(lay: Layout, s: Lane, f: _Fetched, x: _Outcome, r: _Registers):
     """The (at most two) pairs the step writes to memory: a value-stack slot, a frame
     record, an output item; the stopping step writes the lane's result instead."""
+    w1, i1, v1a, v1b, w2, i2, v2a, v2b = _write_pairs(lay, s, f, x, r)
+    idx = jnp.stack([jnp.where(w1, i1, lay.drop), jnp.where(w2, i2, lay.drop + 1)])
+    vals = jnp.stack([jnp.stack([v1a, v1b]), jnp.stack([v2a, v2b])])
+    return f.mem.at[idx].set(vals, mode="drop", unique_indices=True)
+
+
+def _write_pairs(lay: Layout, s: Lane, f: _Fetched, x: _Outcome, r: _Registers):
+    """``_write``'s two pairs, elementwise: (w1, i1, v1a, v1b, w2, i2, v2a, v2b). Pair k,
+    (vka, vkb), goes to mem[ik] iff wk; wk implies 0 <= ik < M, and i1 != i2 when both."""
     run, o, a, is_call, is_ret = f.run, f.o, f.a, f.is_call, f.is_ret
-    top, slot, mem = f.top, f.slot, f.mem
+    top, slot = f.top, f.slot
     bval, uval, is_bin, is_un, is_for, rc = x.bval, x.uval, x.is_bin, x.is_un, x.is_for, x.rc
     r_more, r_next, is_print, d5 = x.r_more, x.r_next, x.is_print, x.d5
     new_status, go = x.new_status, x.go
@@ -890,11 +937,7 @@ def _write(lay: Layout, s: Lane, f: _Fetched, x: _Outcome, r: _Registers):
     # writes happen only for a completed (or stopping) step, only in bounds (else dropped)
     w1 = (go | stops) & (i1 >= 0) & (i1 < lay.size)
     w2 = go & (i2 >= 0) & (i2 < lay.size)
-    idx = jnp.stack([jnp.where(w1, i1, lay.drop), jnp.where(w2, i2, lay.drop + 1)])
-    vals = jnp.stack([jnp.stack([v1a, v1b]), jnp.stack([v2a, v2b])])
-    mem = mem.at[idx].set(vals, mode="drop", unique_indices=True)
-
-    return mem
+    return w1, i1, v1a, v1b, w2, i2, v2a, v2b
 
 
 # ----------------------------------------------------------------------------------------
@@ -976,10 +1019,25 @@ def _take(lanes: Packed, idx) -> Packed:
     return jax.tree.map(lambda x: x[idx], lanes)
 
 
+BACKENDS = ("xla", "pallas")
+
+
 def _run_lanes(
-    t: Tables, pid, entry, args, budget, limits: Limits, inner_steps: int, unroll, shrink: int = 0
+    t: Tables,
+    pid,
+    entry,
+    args,
+    budget,
+    limits: Limits,
+    inner_steps: int,
+    unroll,
+    shrink: int = 0,
+    backend: str = "xla",
 ):
     """Run lanes (lane l runs program pid[l]) to completion.
+
+    backend "pallas": the loop is one Pallas kernel (jaxcc/vm_pallas.py; same results,
+    ``shrink`` unused: its blocks of lanes stop on their own).
 
     Equivalent plain Python (shrink = 0):
 
@@ -995,6 +1053,12 @@ def _run_lanes(
     do not keep paying for the whole batch. Results are identical; each level is one
     more compiled loop body.
     """
+    if backend == "pallas":
+        from jaxcc import vm_pallas  # it imports this module
+
+        return vm_pallas.run_lanes(t, pid, entry, args, budget, limits, inner_steps, unroll)
+    if backend != "xla":
+        raise ValueError(f"backend must be one of {BACKENDS}: {backend!r}")
     lay = layout(limits)
     full = jax.vmap(lambda *a: _pack(_init(t, lay, limits, *a)))(pid, entry, args, budget)
     vstep = jax.vmap(lambda p: _pack(_step(t, lay, limits, _unpack(p))))
@@ -1026,7 +1090,9 @@ def _run_lanes(
     return jax.vmap(lambda p: _finish(t, lay, limits, _unpack(p)))(full)
 
 
-@functools.partial(jax.jit, static_argnames=("limits", "inner_steps", "unroll", "shrink"))
+@functools.partial(
+    jax.jit, static_argnames=("limits", "inner_steps", "unroll", "shrink", "backend")
+)
 def run_batch(
     program: isa.Program,
     entry,
@@ -1036,6 +1102,7 @@ def run_batch(
     inner_steps: int = 16,
     unroll: int = 1,
     shrink: int = 0,
+    backend: str = "xla",
 ) -> isa.RunResult:
     """The jitted core of ``run`` on a batched program with every input given as arrays:
     entry Int32[B], args Int32[B, A], budget Int32[B]."""
@@ -1043,7 +1110,16 @@ def run_batch(
     b = t.code.shape[0]
     pid = jnp.arange(b, dtype=jnp.int32)
     return _run_lanes(
-        t, pid, as_i32(entry), as_i32(args), as_i32(budget), limits, inner_steps, unroll, shrink
+        t,
+        pid,
+        as_i32(entry),
+        as_i32(args),
+        as_i32(budget),
+        limits,
+        inner_steps,
+        unroll,
+        shrink,
+        backend,
     )
 
 
@@ -1075,6 +1151,7 @@ def run(
     inner_steps: int = 16,
     unroll: int = 1,
     shrink: int = 0,
+    backend: str = "xla",
 ) -> isa.RunResult:
     """Run a batch of programs (leading axis B), or one unbatched program.
 
@@ -1091,15 +1168,20 @@ def run(
         per inner_steps steps); unroll: unroll factor of that inner loop.
     shrink: how many times the lockstep array may halve as lanes stop (0: never); see
         _run_lanes. None of these three knobs changes any result.
+    backend: "xla" (default; the reference, and the CPU path) or "pallas" (the step loop as
+        one Pallas kernel, jaxcc/vm_pallas.py: the same results; on a machine without a
+        GPU it runs in Pallas' interpret mode, which is slow).
     """
     program, entry, args, budget, unbatched = _batch_inputs(program, limits, entry, args, budget)
-    res = run_batch(program, entry, args, budget, limits, inner_steps, unroll, shrink)
+    res = run_batch(program, entry, args, budget, limits, inner_steps, unroll, shrink, backend)
     if unbatched:
         res = jax.tree.map(lambda x: x[0], res)
     return res
 
 
-@functools.partial(jax.jit, static_argnames=("limits", "inner_steps", "unroll", "shrink"))
+@functools.partial(
+    jax.jit, static_argnames=("limits", "inner_steps", "unroll", "shrink", "backend")
+)
 def run_tests(
     program: isa.Program,
     entry,
@@ -1110,6 +1192,7 @@ def run_tests(
     inner_steps: int = 16,
     unroll: int = 1,
     shrink: int = 0,
+    backend: str = "xla",
 ):
     """Run every (program, test case) pair as its own lane and check the return values.
 
@@ -1119,11 +1202,14 @@ def run_tests(
     Returns (passed: Bool[B], per_case: Int32[B, K]): per_case is the lane's status
     (errors.Code; Code.OK when it returned the expected value) or WRONG_RESULT (-1) when
     it returned normally with another value; passed[b] = all cases of b are Code.OK.
+    backend: as in ``run``.
     """
     t = _tables(program)
     b, k = args.shape[0], args.shape[1]
     pid, entry_l, args_l, budget_l = _test_lanes(entry, args, budget, limits)
-    res = _run_lanes(t, pid, entry_l, args_l, budget_l, limits, inner_steps, unroll, shrink)
+    res = _run_lanes(
+        t, pid, entry_l, args_l, budget_l, limits, inner_steps, unroll, shrink, backend
+    )
     return case_verdicts(res, expected, b, k)
 
 

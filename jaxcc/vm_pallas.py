@@ -1,0 +1,450 @@
+"""The VM's step loop as ONE Pallas kernel (GPU, Triton backend): ``vm.run(..., backend="pallas")``.
+
+The XLA VM (``jaxcc/vm.py``) is the reference: this backend gives the same RunResult, every
+field of every lane, on any bytecode (tests/test_vm_pallas.py runs the kernel in Pallas'
+interpret mode on the CPU and compares). Only the loop moves into the kernel: the lanes
+are started (``vm._init``) and finished (``vm._finish``) by the same XLA code as ``vm.run``,
+and the kernel's step calls vm.py's own ``_check``, ``_registers``, ``_write_pairs`` and
+``_update`` on vectors of lanes. What it replaces is what Triton cannot lower: every read
+that vm.py makes with a gather or a dynamic slice on a VALUE (the instruction, the decode
+row, the six memory pairs, the function row, POW's limit) is here a load from a Ref with
+integer-array indices (a pointer gather), placed exactly where vm.py's clamped read lands;
+the one scatter is four masked stores; the n-way selects by opcode are select chains.
+
+Design (why it looks like this):
+
+* Grid over blocks of ``block`` lanes (a power of two, default 128; the batch is padded
+  with stopped lanes). One program instance holds its lanes' 12 registers as twelve
+  ``Int32[block]`` vectors in a ``lax.while_loop`` of ``lax.fori_loop``s of
+  ``inner_steps`` steps: one kernel launch runs every step of its lanes, and a block
+  returns as soon as its own lanes have stopped (no batch-wide lockstep).
+* Per-lane memory is ``mem: Int32[2, M, L]`` (vm's ``Int32[L, M, 2]`` transposed once
+  before and after the kernel: lane-minor, so lanes that touch the same slot, as lanes
+  running the same program do, read and write consecutive words). It is an output aliased
+  to its input; the kernel reads and writes it only through ``mem[col, row, lane]`` with
+  ``lane`` the lane's own column of the block, so no index can reach another lane's
+  memory: every row index is clamped into ``[0, M)`` (reads exactly as vm.py's
+  ``_read_mem`` places them, writes only when ``_write_pairs`` says the pair is in range).
+* The programs (``Tables.code``) are read as ``code: Int32[2, I + 2F, P]`` (also
+  transposed) with ``(col, row, pid)`` indices, rows placed as vm.py's dynamic slices
+  place them (negative starts count from the end, then clamped). One constant table
+  ``Int32[2, 64]`` holds the decode row of each opcode (argument kind, pops, pushes packed
+  in one int) and POW's limits (``vm._POW_MAX``).
+* Loads a step does not need are masked off (a stopped lane loads nothing; the frame
+  record only for RETURN_VALUE/LOAD_VAR2, the function row only for CALL/RETURN_VALUE,
+  the slot only for SLOT/SLOT2/DEPTH instructions, the third operand only for
+  FOR_RANGE): the values they would give are never used by vm.py's step either (it reads
+  them only to keep its gathers branch-free).
+* Safety as in vm.py: the step's checks are vm.py's own; the outer loop also stops after
+  ``ceil((max_steps + 1) / inner_steps) + 1`` iterations, which no lane can outlast (a
+  running lane stops at the latest when its steps reach its budget <= max_steps), so the
+  kernel cannot hang even if that reasoning were wrong; a lane would then come back with
+  status RUNNING, never a wrong final status.
+
+On a machine without a GPU the kernel runs in Pallas' interpret mode (``interpret=None``
+picks it when JAX's default backend is not a GPU). ``lower_triton`` lowers it for CUDA
+without a GPU (Triton IR, not yet compiled to PTX), which tests/test_vm_pallas.py uses to
+check that every primitive of the kernel is one the Triton lowering accepts.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import triton as plt
+
+from jaxcc import isa, vm
+from jaxcc.arrays import as_i32
+from jaxcc.errors import Code
+from jaxcc.isa import ArgKind, Op
+from jaxcc.limits import DEFAULT, Limits
+
+BLOCK = 128  # lanes per program instance (one thread per lane at 4 warps)
+
+# the constant table: row 0 the decode row of opcode o (o = N_OPS: invalid, decodes as
+# nothing), (kind << 8) | (pops << 4) | pushes; row 1 POW's limits, uint32 bits as int32
+_N_OPS = isa.N_OPS
+_WIDTH = 1 << max(_N_OPS + 1, 33).bit_length()
+assert vm._TAB.shape == (_N_OPS + 1, 3) and vm._TAB.min() >= 0
+assert vm._TAB[:, 1].max() < 16 and vm._TAB[:, 2].max() < 16 and vm._TAB[:, 0].max() < 1 << 20
+
+
+def _consts() -> np.ndarray:
+    t = np.zeros((2, _WIDTH), np.int32)
+    tab = vm._TAB.astype(np.int32)
+    t[0, : _N_OPS + 1] = (tab[:, 0] << 8) | (tab[:, 1] << 4) | tab[:, 2]
+    t[1, : len(vm._POW_MAX)] = vm._POW_MAX.view(np.int32)
+    return t
+
+
+def _place(start, dim: int, size: int):
+    """Where ``lax.dynamic_slice`` puts a window of ``size`` starting at ``start`` in an
+    axis of ``dim``: a negative start counts from the end, then it is clamped."""
+    return jnp.clip(jnp.where(start < 0, start + dim, start), 0, dim - size)
+
+
+def _chain(dec, o):
+    """vm._pick without an n-way select (Triton lowers select_n of two cases only): a
+    chain of two-way selects. For an opcode outside the tuple it gives the first
+    opcode's value (vm._pick the clamped neighbour's); vm.py uses the value only for
+    members (``is_bin``/``is_un``)."""
+    del dec
+
+    def select(results):
+        items = list(results.items())
+        val = items[0][1]
+        for op, v in items[1:]:
+            val = jnp.where(o == op, v, val)
+        return val
+
+    return select
+
+
+def _first(enc):
+    """vm._first_failing without a stack: a chain of maxima (Triton concatenates two
+    arrays only); each value is computed once per lane inside the kernel anyway."""
+    return functools.reduce(jnp.maximum, enc)
+
+
+def _contiguous(ops) -> bool:
+    codes = [int(op) for op in ops]
+    return codes == list(range(min(codes), min(codes) + len(codes)))
+
+
+def _step(consts_ref, code_ref, mem_ref, lane, lay: vm.Layout, limits: Limits, n_i: int, s,
+          barrier: bool = False):  # fmt: skip
+    """One step of a block of lanes (every field of ``s`` an Int32[block]); returns the
+    lane after it and stores its (at most two) pairs. The same as ``vm._step`` lane by
+    lane: ``_fetch`` here, then vm.py's ``_check``, ``_registers``, ``_write_pairs``,
+    ``_update``."""
+    f = _fetch(consts_ref, code_ref, mem_ref, lane, lay, n_i, s)
+
+    def binary(o, a, b):
+        def pow_limit(e):  # one read of the constant table, only by POW lanes
+            v = plt.load(consts_ref.at[1, e], mask=f.run & (o == Op.POW), other=0)
+            return lax.bitcast_convert_type(v, jnp.uint32)
+
+        return vm._binary(o, a, b, pick=_chain, pow_limit=pow_limit)
+
+    def unary(o, x):
+        return vm._unary(o, x, pick=_chain)
+
+    x = vm._check(limits, s, f, binary=binary, unary=unary, first=_first)
+    r = vm._registers(s, f, x)
+    w1, i1, v1a, v1b, w2, i2, v2a, v2b = vm._write_pairs(lay, s, f, x, r)
+    m = lay.size
+    for col, i, v, w in ((0, i1, v1a, w1), (1, i1, v1b, w1), (0, i2, v2a, w2), (1, i2, v2b, w2)):
+        # w implies 0 <= i < M; the clip only keeps masked-off addresses in the block too
+        plt.store(mem_ref.at[col, jnp.clip(i, 0, m - 1), lane], as_i32(v), mask=w)
+    if barrier:
+        # The next step's loads must see these stores. Lane j's element is normally held
+        # by one thread throughout, but nothing in Triton promises that every load and
+        # store of the step uses the same thread for it (or that a replicated element is
+        # stored by the thread that loads it); __syncthreads makes the block's global
+        # writes visible to all of its threads. (Interpret mode has no such rule.)
+        plt.debug_barrier()
+    return vm._update(s, f, x, r, None)
+
+
+def _fetch(consts_ref, code_ref, mem_ref, lane, lay: vm.Layout, n_i: int, s) -> vm._Fetched:
+    """vm._fetch with Ref loads (code_ref: Int32[2, I + 2F, P] with I = n_i; mem_ref:
+    this block's Int32[2, M, block]): the same values wherever vm.py's step uses them."""
+    n_rows = code_ref.shape[1]
+    n_f = (n_rows - n_i) // 2
+    run = s.status == Code.RUNNING
+    pid = s.pid
+
+    def code(col, row, mask):
+        return plt.load(code_ref.at[col, row, pid], mask=mask, other=0)
+
+    def mem(col, row, mask):
+        return plt.load(mem_ref.at[col, row, lane], mask=mask, other=0)
+
+    at = _place(s.pc, n_rows, 1)
+    o, a = code(0, at, run), code(1, at, run)
+    pc_ok = (s.pc >= 0) & (s.pc < s.n_code)
+    valid = pc_ok & (o >= 0) & (o < _N_OPS)
+    o = jnp.where(valid, o, _N_OPS)  # decodes as nothing
+    dec = plt.load(consts_ref.at[0, o], mask=run, other=0)
+    kind, pops_t, pushes_t = dec >> 8, (dec >> 4) & 15, dec & 15
+    timeout = s.steps >= s.budget
+
+    base = s.fp + s.nlocals
+    depth = s.sp - base
+    win_at = s.sp + (lay.stack0 - vm._GUARD)
+    is_slot = kind == ArgKind.SLOT
+    is_slot2 = kind == ArgKind.SLOT2
+    is_depth = kind == ArgKind.DEPTH
+    slot_i = jnp.where(is_slot, s.fp + a, jnp.where(is_depth, s.sp - a, s.sp - 1))
+    slot_i = jnp.where(is_slot2, s.fp + (a & 0xFFFF), slot_i)
+    slot_at = lay.stack0 + slot_i
+    is_call = o == Op.CALL
+    is_ret = o == Op.RETURN_VALUE
+    is_for = o == Op.FOR_RANGE
+    rec_at = jnp.where(
+        is_ret,
+        lay.frame0 + 2 * (s.depth - 2),
+        jnp.where(is_slot2, lay.stack0 + s.fp + (a >> 16), lay.stack0 + s.sp - 2),
+    )
+    m = lay.size
+    w, sl, rc = _place(win_at, m, 3), _place(slot_at, m, 1), _place(rec_at, m, 2)
+    third = mem(0, w, run & is_for)
+    second, top = mem(0, w + 1, run), mem(0, w + 2, run)
+    need_slot = run & (is_slot | is_slot2 | is_depth)
+    slot = (mem(0, sl, need_slot), mem(1, sl, need_slot))
+    need_rec = run & (is_ret | is_slot2)
+    p4 = (mem(0, rc, need_rec), mem(1, rc, need_rec))
+    p5 = (mem(0, rc + 1, need_rec), mem(1, rc + 1, need_rec))
+
+    # one function-table row: the callee (CALL) or the caller (RETURN_VALUE)
+    use = is_call | is_ret
+    fsel = jnp.where(is_ret, p5[0], a)
+    row = jnp.where(use, n_i + 2 * jnp.clip(fsel, 0, n_f - 1), s.pc)
+    fr = _place(row, n_rows, 2)
+    need_fn = run & use
+    f_entry, f_np = code(0, fr, need_fn), code(1, fr, need_fn)
+    f_nl, f_ms = code(0, fr + 1, need_fn), code(1, fr + 1, need_fn)
+
+    return vm._Fetched(
+        run=run,
+        o=o,
+        a=a,
+        valid=valid,
+        kind=kind,
+        pops_t=pops_t,
+        pushes_t=pushes_t,
+        timeout=timeout,
+        depth=depth,
+        is_call=is_call,
+        is_ret=is_ret,
+        f_entry=f_entry,
+        f_np=f_np,
+        f_nl=f_nl,
+        f_ms=f_ms,
+        third=third,
+        second=second,
+        top=top,
+        slot=slot,
+        slot2=p4,
+        ret_pc=p4[0],
+        ret_fp=p4[1],
+        ret_fn=p5[0],
+        ret_serial=p5[1],
+        mem=None,
+    )
+
+
+def _kernel(lay: vm.Layout, limits: Limits, n_i: int, block: int, inner_steps: int, unroll: int,
+            barrier: bool):  # fmt: skip
+    """The kernel of one block of lanes.
+
+    Equivalent plain Python (``lanes``: this block's lanes):
+
+        k = 0
+        while any(lane.status == RUNNING for lane in lanes) and k < max_iters:
+            for _ in range(inner_steps):            # lax.fori_loop, fixed count
+                lanes = [step(lane) for lane in lanes]   # one vector op per field
+            k += 1
+    """
+    for ops in (vm._KERNEL_BINARY, vm._KERNEL_UNARY):
+        # vm._check decodes membership in these tuples by a range test when the opcodes
+        # are contiguous, else by a table read on the opcode, which Triton cannot lower
+        if not _contiguous(ops):
+            raise NotImplementedError(f"opcodes {ops} are not contiguous in isa.py")
+    u = math.gcd(inner_steps, unroll)  # steps per fori_loop iteration (Triton: no unroll)
+    max_iters = -(-(limits.max_steps + 1) // inner_steps) + 1
+    status_k = vm._REGS.index("status")
+
+    def kernel(consts_ref, code_ref, inv_ref, regs_in_ref, mem_in_ref, regs_ref, mem_ref):
+        del mem_in_ref  # the same buffer as mem_ref (aliased)
+        lane = lax.broadcasted_iota(jnp.int32, (block,), 0)
+        pid, budget, n_code, n_funcs = (inv_ref[k, :] for k in range(4))
+
+        def one(regs):
+            s = vm.Lane(pid=pid, budget=budget, n_code=n_code, n_funcs=n_funcs, mem=None,
+                        **dict(zip(vm._REGS, regs, strict=True)))  # fmt: skip
+            s = _step(consts_ref, code_ref, mem_ref, lane, lay, limits, n_i, s, barrier)
+            return tuple(getattr(s, k) for k in vm._REGS)
+
+        def steps(_, regs):
+            for _ in range(u):
+                regs = one(regs)
+            return regs
+
+        def live(regs):  # int32: reduce_or does not lower to Triton, reduce_max does
+            return jnp.max(jnp.where(regs[status_k] == Code.RUNNING, 1, 0))
+
+        def cond(c):
+            k, n_live, _ = c
+            return (n_live > 0) & (k < max_iters)
+
+        def body(c):
+            k, _, regs = c
+            regs = lax.fori_loop(0, inner_steps // u, steps, regs)
+            return k + 1, live(regs), regs
+
+        regs = tuple(regs_in_ref[k, :] for k in range(len(vm._REGS)))
+        _, _, regs = lax.while_loop(cond, body, (as_i32(0), live(regs), regs))
+        for k, v in enumerate(regs):
+            regs_ref[k, :] = v
+
+    return kernel
+
+
+def _block_size(n: int, block: int) -> int:
+    """``block``, or for a small batch the power of two that holds it (at least one warp:
+    in a block narrower than a warp Triton replicates each lane over several threads)."""
+    if block < 1 or block & (block - 1):
+        raise ValueError(f"block must be a power of two: {block}")
+    return min(block, max(32, 1 << max(0, n - 1).bit_length()))
+
+
+def advance_lanes(
+    t: vm.Tables,
+    lanes: vm.Packed,
+    limits: Limits,
+    inner_steps: int = 16,
+    unroll: int = 1,
+    *,
+    block: int = BLOCK,
+    num_warps: int | None = None,
+    interpret: bool | None = None,
+    barrier: bool = True,
+) -> vm.Packed:
+    """Run every lane of ``lanes`` (vm.Packed with a leading lane axis L) until it stops,
+    in one pallas_call; returns the lanes as vm's loop would leave them."""
+    if interpret is None:
+        interpret = jax.default_backend() not in ("gpu", "cuda")
+    lay = vm.layout(limits)
+    n = lanes.pid.shape[0]
+    bl = _block_size(n, block)
+    if n == 0:
+        return lanes
+    n_pad = -(-n // bl) * bl
+    pad = n_pad - n
+    n_i = t.line.shape[-1]
+    code = jnp.transpose(t.code, (2, 1, 0))  # [2, I + 2F, P]
+    inv = jnp.stack([lanes.pid, lanes.budget, lanes.n_code, lanes.n_funcs])  # [4, L]
+    regs = jnp.transpose(lanes.regs)  # [12, L]
+    mem = jnp.transpose(lanes.mem, (2, 1, 0))  # [2, M, L]
+    if pad:  # stopped lanes of program 0: they load and store nothing
+        inv = jnp.pad(inv, ((0, 0), (0, pad)))
+        stopped = jnp.zeros((len(vm._REGS), pad), jnp.int32)
+        stopped = stopped.at[vm._STATUS].set(Code.INVALID_BYTECODE)
+        regs = jnp.concatenate([regs, stopped], axis=1)
+        mem = jnp.pad(mem, ((0, 0), (0, 0), (0, pad)))
+    consts = jnp.asarray(_consts())
+    n_regs = len(vm._REGS)
+    if num_warps is None:
+        num_warps = max(1, min(4, bl // 32))
+    regs, mem = pl.pallas_call(
+        _kernel(lay, limits, n_i, bl, inner_steps, unroll, barrier and not interpret),
+        grid=(n_pad // bl,),
+        in_specs=[
+            pl.BlockSpec(consts.shape, lambda i: (0, 0)),
+            pl.BlockSpec(code.shape, lambda i: (0, 0, 0)),
+            pl.BlockSpec((4, bl), lambda i: (0, i)),
+            pl.BlockSpec((n_regs, bl), lambda i: (0, i)),
+            pl.BlockSpec((2, lay.size, bl), lambda i: (0, 0, i)),
+        ],
+        out_specs=[
+            pl.BlockSpec((n_regs, bl), lambda i: (0, i)),
+            pl.BlockSpec((2, lay.size, bl), lambda i: (0, 0, i)),
+        ],
+        out_shape=[
+            jax.ShapeDtypeStruct(regs.shape, jnp.int32),
+            jax.ShapeDtypeStruct(mem.shape, jnp.int32),
+        ],
+        input_output_aliases={4: 1},
+        interpret=interpret,
+        compiler_params=plt.CompilerParams(num_warps=num_warps, num_stages=1),
+        name="jaxcc_vm",
+    )(consts, code, inv, regs, mem)
+    return lanes._replace(
+        regs=jnp.transpose(regs[:, :n]), mem=jnp.transpose(mem[:, :, :n], (2, 1, 0))
+    )
+
+
+def run_lanes(
+    t: vm.Tables,
+    pid,
+    entry,
+    args,
+    budget,
+    limits: Limits,
+    inner_steps: int = 16,
+    unroll: int = 1,
+    **kernel_options,
+) -> isa.RunResult:
+    """vm._run_lanes with the loop in the kernel: the same start and finish (XLA)."""
+    lay = vm.layout(limits)
+    lanes = vm._start_lanes(t, limits, pid, entry, args, budget)
+    lanes = advance_lanes(t, lanes, limits, inner_steps, unroll, **kernel_options)
+    return jax.vmap(lambda p: vm._finish(t, lay, limits, vm._unpack(p)))(lanes)
+
+
+@functools.partial(
+    jax.jit,
+    static_argnames=(
+        "limits",
+        "inner_steps",
+        "unroll",
+        "block",
+        "num_warps",
+        "interpret",
+        "barrier",
+    ),
+)
+def run_batch(
+    program: isa.Program,
+    entry,
+    args,
+    budget,
+    limits: Limits = DEFAULT,
+    inner_steps: int = 16,
+    unroll: int = 1,
+    block: int = BLOCK,
+    num_warps: int | None = None,
+    interpret: bool | None = None,
+    barrier: bool = True,
+) -> isa.RunResult:
+    """``vm.run_batch`` on this backend, with the kernel's knobs: ``block`` lanes per
+    program instance (a power of two), Triton's ``num_warps`` (default block // 32, at
+    most 4), ``interpret`` (None: on a machine without a GPU), ``barrier`` (a block
+    barrier after each step's stores; see ``_step``)."""
+    t = vm._tables(program)
+    pid = jnp.arange(t.code.shape[0], dtype=jnp.int32)
+    return run_lanes(t, pid, as_i32(entry), as_i32(args), as_i32(budget), limits, inner_steps,
+                     unroll, block=block, num_warps=num_warps, interpret=interpret,
+                     barrier=barrier)  # fmt: skip
+
+
+def run(program: isa.Program, limits: Limits = DEFAULT, entry=None, args=None, budget=None,
+        **options) -> isa.RunResult:  # fmt: skip
+    """``vm.run`` on this backend (same arguments; ``options``: run_batch's knobs)."""
+    program, entry, args, budget, unbatched = vm._batch_inputs(program, limits, entry, args, budget)
+    res = run_batch(program, entry, args, budget, limits, **options)
+    if unbatched:
+        res = jax.tree.map(lambda x: x[0], res)
+    return res
+
+
+def lower_triton(program: isa.Program, limits: Limits = DEFAULT, **options) -> str:
+    """The StableHLO text of ``run_batch`` lowered for CUDA with the Triton kernel (no GPU
+    needed: it shows that every primitive of the kernel lowers to Triton IR; compiling
+    that IR to PTX happens on the GPU). ``program``: a batched Program."""
+    b = np.shape(program.op)[0]
+    args = (program, np.zeros(b, np.int32), np.zeros((b, 1), np.int32), np.zeros(b, np.int32))
+    fn = functools.partial(run_batch, limits=limits, interpret=False, **options)
+    exp = jax.export.export(
+        jax.jit(fn),
+        platforms=["cuda"],
+        disabled_checks=[jax.export.DisabledSafetyCheck.custom_call("__gpu$xla.gpu.triton")],
+    )(*args)
+    return exp.mlir_module()
