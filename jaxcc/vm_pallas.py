@@ -66,6 +66,7 @@ from jaxcc.isa import ArgKind, Op
 from jaxcc.limits import DEFAULT, Limits
 
 BLOCK = 128  # lanes per program instance (one thread per lane at 4 warps)
+CHUNK = 256  # outer iterations per guarded chunk (outer="for")
 
 # the constant table: row 0 the decode row of opcode o (o = N_OPS: invalid, decodes as
 # nothing), (kind << 8) | (pops << 4) | pushes; row 1 POW's limits, uint32 bits as int32
@@ -241,7 +242,7 @@ def _fetch(consts_ref, code_ref, mem_ref, lane, lay: vm.Layout, n_i: int, s) -> 
 
 
 def _kernel(lay: vm.Layout, limits: Limits, n_i: int, block: int, inner_steps: int, unroll: int,
-            barrier: bool):  # fmt: skip
+            barrier: bool, outer: str = "for"):  # fmt: skip
     """The kernel of one block of lanes.
 
     Equivalent plain Python (``lanes``: this block's lanes):
@@ -290,7 +291,26 @@ def _kernel(lay: vm.Layout, limits: Limits, n_i: int, block: int, inner_steps: i
             return k + 1, live(regs), regs
 
         regs = tuple(regs_in_ref[k, :] for k in range(len(vm._REGS)))
-        _, _, regs = lax.while_loop(cond, body, (as_i32(0), live(regs), regs))
+        if outer == "while":
+            _, _, regs = lax.while_loop(cond, body, (as_i32(0), live(regs), regs))
+        elif outer == "for":
+            # the same loop as counted scf.for loops with scf.if guards: Triton (jax 0.11.2,
+            # H100) crashes compiling the scf.while form of this kernel. Two levels, so
+            # that a block whose lanes have stopped skips the rest in max_iters / CHUNK
+            # cheap iterations; stepping a stopped lane changes nothing, so the guards
+            # only save time.
+            def guarded(_, regs):
+                return lax.cond(live(regs) > 0, lambda r: body((0, 0, r))[2], lambda r: r, regs)
+
+            def chunk(_, regs):
+                run = lambda r: lax.fori_loop(0, CHUNK, guarded, r)  # noqa: E731
+                return lax.cond(live(regs) > 0, run, lambda r: r, regs)
+
+            regs = lax.fori_loop(0, -(-max_iters // CHUNK), chunk, regs)
+        elif outer == "once":  # one fori_loop of inner_steps: for compiler bisection only
+            regs = body((0, 0, regs))[2]
+        else:
+            raise ValueError(f"outer must be while, for or once: {outer!r}")
         for k, v in enumerate(regs):
             regs_ref[k, :] = v
 
@@ -316,6 +336,7 @@ def advance_lanes(
     num_warps: int | None = None,
     interpret: bool | None = None,
     barrier: bool = True,
+    outer: str = "for",
 ) -> vm.Packed:
     """Run every lane of ``lanes`` (vm.Packed with a leading lane axis L) until it stops,
     in one pallas_call; returns the lanes as vm's loop would leave them."""
@@ -344,7 +365,7 @@ def advance_lanes(
     if num_warps is None:
         num_warps = max(1, min(4, bl // 32))
     regs, mem = pl.pallas_call(
-        _kernel(lay, limits, n_i, bl, inner_steps, unroll, barrier and not interpret),
+        _kernel(lay, limits, n_i, bl, inner_steps, unroll, barrier and not interpret, outer),
         grid=(n_pad // bl,),
         in_specs=[
             pl.BlockSpec(consts.shape, lambda i: (0, 0)),
@@ -399,6 +420,7 @@ def run_lanes(
         "num_warps",
         "interpret",
         "barrier",
+        "outer",
     ),
 )
 def run_batch(
@@ -413,16 +435,21 @@ def run_batch(
     num_warps: int | None = None,
     interpret: bool | None = None,
     barrier: bool = True,
+    outer: str = "for",
 ) -> isa.RunResult:
     """``vm.run_batch`` on this backend, with the kernel's knobs: ``block`` lanes per
     program instance (a power of two), Triton's ``num_warps`` (default block // 32, at
     most 4), ``interpret`` (None: on a machine without a GPU), ``barrier`` (a block
-    barrier after each step's stores; see ``_step``)."""
+    barrier after each step's stores; see ``_step``), ``outer`` (the loop around the
+    fixed-count inner loop: "for" (default) counted loops of guarded iterations, "while"
+    a while loop until the block's lanes stop (the same results; Triton on jax 0.11.2
+    crashes compiling it for an H100: bench/pallas_bisect.py), "once" a single inner
+    loop, for bisection only)."""
     t = vm._tables(program)
     pid = jnp.arange(t.code.shape[0], dtype=jnp.int32)
     return run_lanes(t, pid, as_i32(entry), as_i32(args), as_i32(budget), limits, inner_steps,
                      unroll, block=block, num_warps=num_warps, interpret=interpret,
-                     barrier=barrier)  # fmt: skip
+                     barrier=barrier, outer=outer)  # fmt: skip
 
 
 def run(program: isa.Program, limits: Limits = DEFAULT, entry=None, args=None, budget=None,

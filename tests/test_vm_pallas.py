@@ -157,7 +157,8 @@ def test_lowers_to_triton(monkeypatch):
     """The kernel lowers for CUDA through the Pallas Triton backend (no GPU needed): one
     Triton kernel, every primitive accepted, and the Triton IR passes MLIR's verifier
     (which checks, e.g., Triton's power-of-two tensor sizes). Also with steps unrolled
-    in the inner loop and without the barrier."""
+    in the inner loop and without the barrier. The kernel has run on an H100 (equal to
+    the XLA VM: bench/pallas_probe.py, docs/vm.md)."""
     from jax._src.pallas.triton import lowering  # internal: to see the Triton module
 
     modules = []
@@ -175,7 +176,9 @@ def test_lowers_to_triton(monkeypatch):
         assert text.count("__gpu$xla.gpu.triton") == 1, options
         assert len(modules) == 1 and modules[0].operation.verify(), options
         ir = modules.pop().operation.get_asm()
-        assert ir.count("scf.while") == 1 and ir.count("scf.for") == 1, options
+        # counted loops only: Triton (jax 0.11.2, H100) crashes on this kernel's scf.while
+        # (bench/pallas_bisect.py); chunks, guarded iterations, the inner steps
+        assert ir.count("scf.while") == 0 and ir.count("scf.for") == 3, options
         assert ir.count("gpu.barrier") == (0 if "barrier" in options else 1), options
 
 
