@@ -61,7 +61,7 @@ def _take(cands: isa.Program, best):
 )
 def choose(source, length, params, key, n_params, reference, temperature, top_p,
            cfg: Config, k: int, nl: Limits = NEURAL_LIMITS, vl: Limits = VERIFY_LIMITS,
-           n_probes: int = 32, greedy_first: bool = True, tier=None) -> Chosen:  # fmt: skip
+           n_probes: int = 64, greedy_first: bool = True, tier=None) -> Chosen:  # fmt: skip
     """Sample, verify and choose, for a batch of padded sources (UInt8[B, N], N =
     nl.max_source_bytes). n_params: Int32[B, F] parameters per function (from the front
     end); reference: an isa.Program [B, ...] at nl's shape for level 3, or None (level 2);
@@ -135,7 +135,7 @@ class Report(NamedTuple):
 
 def compile_many(sources, limits: Limits, mode: str = "neural", k: int = 16,
                  temperature: float = 0.8, top_p: float = 0.95, seed: int = 0,
-                 weights_path: str | None = None, n_probes: int = 32, report: list | None = None):  # fmt: skip
+                 weights_path: str | None = None, n_probes: int = 64, report: list | None = None):  # fmt: skip
     """Host wrapper: (Program [B, ...] at ``limits``' shape, Error [B], debug list).
 
     mode "neural": level-2 choice; a program with no acceptable candidate gets

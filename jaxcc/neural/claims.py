@@ -583,7 +583,7 @@ def parse_args(argv=None):
     p.add_argument("--big-k", type=int, default=1000, help="samples for the k <= 1000 curve")
     p.add_argument("--big-n", type=int, default=2, help="programs per class at --big-k")
     p.add_argument("--temperature", type=float, default=0.8)
-    p.add_argument("--probes", type=int, default=32, help="probe vectors per function")
+    p.add_argument("--probes", type=int, default=64, help="probe vectors per function")
     p.add_argument("--cases", type=int, default=8, help="level-1 test cases per program")
     p.add_argument("--funcs", type=int, default=8, help="functions probed (more: not taking part)")
     p.add_argument("--recheck-inputs", type=int, default=1000)

@@ -232,7 +232,7 @@ def sample_each(tokens, params, keys, k: int, nl: Limits, temperature, top_p,
 def hybrid_compile(source, length, params, router_params, threshold, key,
                    limits: Limits = NEURAL_LIMITS, temperature=0.8, top_p=0.95, *,
                    cfg: Config, k: int = 16, m: int = 16, nl: Limits = NEURAL_LIMITS,
-                   vl: Limits = VERIFY_LIMITS, n_probes: int = 32, greedy_first: bool = True,
+                   vl: Limits = VERIFY_LIMITS, n_probes: int = 64, greedy_first: bool = True,
                    shrink: int = verify.SHRINK, propose=None, tier=None) -> Hybrid:  # fmt: skip
     """Paper Algorithm 3 for a batch, on the device, in one jit (composable in yours).
 
