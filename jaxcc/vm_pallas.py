@@ -266,6 +266,8 @@ def _kernel(lay: vm.Layout, limits: Limits, n_i: int, block: int, inner_steps: i
         del mem_in_ref  # the same buffer as mem_ref (aliased)
         lane = lax.broadcasted_iota(jnp.int32, (block,), 0)
         pid, budget, n_code, n_funcs = (inv_ref[k, :] for k in range(4))
+        # the slice's cap on outer iterations (vm.advance's chunks; the same in every lane)
+        cap = jnp.max(inv_ref[4, :])
 
         def one(regs):
             s = vm.Lane(pid=pid, budget=budget, n_code=n_code, n_funcs=n_funcs, mem=None,
@@ -283,7 +285,7 @@ def _kernel(lay: vm.Layout, limits: Limits, n_i: int, block: int, inner_steps: i
 
         def cond(c):
             k, n_live, _ = c
-            return (n_live > 0) & (k < max_iters)
+            return (n_live > 0) & (k < max_iters) & (k < cap)
 
         def body(c):
             k, _, regs = c
@@ -299,12 +301,14 @@ def _kernel(lay: vm.Layout, limits: Limits, n_i: int, block: int, inner_steps: i
             # that a block whose lanes have stopped skips the rest in max_iters / CHUNK
             # cheap iterations; stepping a stopped lane changes nothing, so the guards
             # only save time.
-            def guarded(_, regs):
-                return lax.cond(live(regs) > 0, lambda r: body((0, 0, r))[2], lambda r: r, regs)
+            def chunk(g, regs):
+                def guarded(i, regs):
+                    go = (live(regs) > 0) & (g * CHUNK + i < cap)
+                    return lax.cond(go, lambda r: body((0, 0, r))[2], lambda r: r, regs)
 
-            def chunk(_, regs):
                 run = lambda r: lax.fori_loop(0, CHUNK, guarded, r)  # noqa: E731
-                return lax.cond(live(regs) > 0, run, lambda r: r, regs)
+                go = (live(regs) > 0) & (g * CHUNK < cap)
+                return lax.cond(go, run, lambda r: r, regs)
 
             regs = lax.fori_loop(0, -(-max_iters // CHUNK), chunk, regs)
         elif outer == "once":  # one fori_loop of inner_steps: for compiler bisection only
@@ -337,8 +341,10 @@ def advance_lanes(
     interpret: bool | None = None,
     barrier: bool = True,
     outer: str = "for",
+    chunks=None,
 ) -> vm.Packed:
     """Run every lane of ``lanes`` (vm.Packed with a leading lane axis L) until it stops,
+    or for at most ``chunks`` (Int32 scalar, may be traced) loops of ``inner_steps`` steps,
     in one pallas_call; returns the lanes as vm's loop would leave them."""
     if interpret is None:
         interpret = jax.default_backend() not in ("gpu", "cuda")
@@ -351,7 +357,9 @@ def advance_lanes(
     pad = n_pad - n
     n_i = t.line.shape[-1]
     code = jnp.transpose(t.code, (2, 1, 0))  # [2, I + 2F, P]
-    inv = jnp.stack([lanes.pid, lanes.budget, lanes.n_code, lanes.n_funcs])  # [4, L]
+    # chunks: at most this many loops of inner_steps (None: until every lane stops)
+    cap = jnp.full_like(lanes.pid, vm.INT_MAX if chunks is None else chunks)
+    inv = jnp.stack([lanes.pid, lanes.budget, lanes.n_code, lanes.n_funcs, cap])  # [5, L]
     regs = jnp.transpose(lanes.regs)  # [12, L]
     mem = jnp.transpose(lanes.mem, (2, 1, 0))  # [2, M, L]
     if pad:  # stopped lanes of program 0: they load and store nothing
@@ -370,7 +378,7 @@ def advance_lanes(
         in_specs=[
             pl.BlockSpec(consts.shape, lambda i: (0, 0)),
             pl.BlockSpec(code.shape, lambda i: (0, 0, 0)),
-            pl.BlockSpec((4, bl), lambda i: (0, i)),
+            pl.BlockSpec((5, bl), lambda i: (0, i)),
             pl.BlockSpec((n_regs, bl), lambda i: (0, i)),
             pl.BlockSpec((2, lay.size, bl), lambda i: (0, 0, i)),
         ],
@@ -450,6 +458,37 @@ def run_batch(
     return run_lanes(t, pid, as_i32(entry), as_i32(args), as_i32(budget), limits, inner_steps,
                      unroll, block=block, num_warps=num_warps, interpret=interpret,
                      barrier=barrier, outer=outer)  # fmt: skip
+
+
+@functools.partial(
+    jax.jit,
+    static_argnames=("limits", "inner_steps", "unroll", "block", "num_warps", "interpret"),
+    donate_argnames=("lanes",),
+)
+def _advance(t, lanes, chunks, limits, inner_steps, unroll, block, num_warps, interpret):
+    return advance_lanes(t, lanes, limits, inner_steps, unroll, block=block,
+                         num_warps=num_warps, interpret=interpret, chunks=chunks)  # fmt: skip
+
+
+def advance(state: vm.State, limits: Limits = DEFAULT, steps: int | None = None, *,
+            inner_steps: int = 16, unroll: int = 1, block: int = BLOCK,
+            num_warps: int | None = None, interpret: bool | None = None) -> vm.State:  # fmt: skip
+    """``vm.advance`` on this backend: every running lane makes at most ``steps`` more
+    steps (None: until it stops), in one kernel launch; the same chunking of ``steps``
+    into loops of ``inner_steps`` as ``vm.advance``, so the same final states (stopped
+    lanes never change). ``steps`` is traced: changing it does not recompile."""
+    if steps is None:
+        chunks = vm.INT_MAX
+    else:
+        if steps < 0:
+            raise ValueError(f"steps must be >= 0: {steps}")
+        inner_steps = math.gcd(steps, inner_steps)
+        chunks = steps // inner_steps
+    if interpret is None:
+        interpret = jax.default_backend() not in ("gpu", "cuda")
+    lanes = _advance(state.tables, state.lanes, np.int32(chunks), limits, inner_steps, unroll,
+                     block, num_warps, interpret)  # fmt: skip
+    return vm.State(state.tables, lanes)
 
 
 def run(program: isa.Program, limits: Limits = DEFAULT, entry=None, args=None, budget=None,

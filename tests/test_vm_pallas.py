@@ -203,3 +203,28 @@ def test_unbatched_and_vmap():
     one = vm.run(p, hand.SMALL, entry=1, args=np.array([7], np.int32), backend="pallas")
     assert_results_equal(jax.tree.map(lambda x: x[None], one), hand.lane_batch(want, 1))
     assert int(one.result) == 91
+
+
+def test_slices_equal_xla_slices():
+    """vm_pallas.advance (the slice driver's step on this backend) leaves after each slice
+    the whole state XLA's vm.advance leaves (every register, every memory word), and its
+    slices end where one vm.run ends; hand cases with long runs and timeouts, S = 7 (the
+    inner loop becomes 1 step: gcd) and S = 48."""
+    cases = hand.CASES
+    batch = hand.stack_programs([c[1] for c in cases])
+    entry = np.array([c[2] for c in cases], np.int32)
+    args = np.stack([hand.pad_args(c[3]) for c in cases])
+    lim = hand.SMALL
+    want_final = vm.run(batch, lim, entry=entry, args=args)
+    for s in (7, 48):
+        a = vm.start(batch, lim, entry, args)
+        b = vm.start(batch, lim, entry, args)
+        for _ in range(-(-(lim.max_steps + 1) // s) + 1):
+            a = vm.advance(a, lim, s)
+            b = vm_pallas.advance(b, lim, s, block=64)
+            for f in ("regs", "mem"):
+                assert np.array_equal(np.asarray(getattr(a.lanes, f)),
+                                      np.asarray(getattr(b.lanes, f))), (s, f)  # fmt: skip
+            if not np.any(np.asarray(vm.status(b)) == Code.RUNNING):
+                break
+        assert_results_equal(vm.finish(b, lim), want_final)
