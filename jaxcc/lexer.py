@@ -38,10 +38,11 @@ from jaxcc.lexer_tables import C, S
 from jaxcc.limits import DEFAULT, Limits
 from jaxcc.tokens import KEYWORDS_AFTER_NUMBER, N_RESERVED_NAMES, Tok, Tokens
 
-# how lex's DFA scan composes transition functions (read at trace time): "vector" composes
-# the 41-state vectors; "merge" looks up the merge table, faster alone on the CPU but the
-# whole lexer compiled far more slowly with it; not yet measured on the GPU (docs/lexer.md)
-DFA_MODE = "vector"
+# how lex's DFA scan composes transition functions (read at trace time): "merge" looks up
+# the merge table (2 bytes per element and level of the scan); "vector" composes the
+# 41-state int8 vectors (41 bytes per element and level). Merge is the default since the
+# memory-traffic work of docs/lexer.md ("Memory traffic"); not yet measured on the GPU
+DFA_MODE = "merge"
 u32 = jnp.uint32
 _BIG = 1 << 30  # above every event key 4 * byte + kind (Limits.check bounds the bytes)
 
@@ -50,12 +51,35 @@ def _c(x, dtype=None):
     return jnp.asarray(x, dtype)
 
 
+_I16_TOP = int(np.iinfo(np.int16).max)  # stands for _BIG in an int16 scan
+
+
+def _narrow_scan(scan, x):
+    """``scan(x)`` for x holding positions in [-1, len(x) + 1] or _BIG (every caller's
+    contract), run in int16 where they fit (half the bytes per pass of the scan), the
+    result int32 and equal to the int32 scan's."""
+    if x.dtype != I32 or x.shape[0] + 2 >= _I16_TOP:
+        return scan(x)
+    y = scan(jnp.where(x >= _BIG, _I16_TOP, x).astype(jnp.int16)).astype(I32)
+    return jnp.where(y == _I16_TOP, _BIG, y)
+
+
+def _cumsum(x, hi: int):
+    """Prefix sum of small integers whose prefix sums stay within [-hi, hi] (hi static):
+    in int16 where hi fits, the result int32."""
+    if hi >= _I16_TOP:
+        return jnp.cumsum(x.astype(I32))
+    return lax.cumsum(x.astype(jnp.int16), axis=0).astype(I32)
+
+
 def _cummax(x):
-    return lax.cummax(x, axis=0)
+    """Prefix max of positions (see _narrow_scan)."""
+    return _narrow_scan(lambda v: lax.cummax(v, axis=0), x)
 
 
 def _rcummin(x):
-    return lax.cummin(x, axis=0, reverse=True)
+    """Suffix min of positions (see _narrow_scan)."""
+    return _narrow_scan(lambda v: lax.cummin(v, axis=0, reverse=True), x)
 
 
 def _shift_right(x, fill):
@@ -66,6 +90,14 @@ def _shift_right(x, fill):
 def _shift_left(x, fill):
     """y[i] = x[i+1], y[-1] = fill."""
     return jnp.concatenate([x[1:], jnp.full((1,), fill, x.dtype)])
+
+
+def _shift_left_by(x, k: int, fill):
+    """y[i] = x[i+k] (k static), fill past the end."""
+    if k == 0:
+        return x
+    k = min(k, x.shape[0])
+    return jnp.concatenate([x[k:], jnp.full((k,), fill, x.dtype)])
 
 
 # --------------------------------------------------------------------------- DFA
@@ -83,22 +115,24 @@ def _dfa_states(cls, mode: str, tables=None):
 
     Each byte's transition function f[s] = TRANS[c, s]; composition (f then g)[s] =
     g[f[s]] is associative, so an associative scan gives every prefix composition, whose
-    entry S0 is the state. mode "vector" (what ``lex`` uses, ``DFA_MODE``): the 41-entry
-    vectors themselves are composed by a gather; mode "merge": functions are ids of the
+    entry S0 is the state. mode "vector": the 41-entry vectors themselves are composed
+    by a gather; mode "merge" (what ``lex`` uses, ``DFA_MODE``): functions are ids of the
     ~1.7k distinct compositions and combining is one lookup in the merge table ``tables``
     (2 bytes per element).
     """
     if mode == "merge":
         # the tables come in as arguments: a multi-MB constant would be copied into
         # every level of the scan and compile slowly
+        # ids (< 2**15) and states travel as int16 / int8: the scan's levels move 2
+        # bytes per element, the index into the table alone is int32
         gen_id, merge, state_of = tables[:3]
         F = state_of.shape[0]
 
         def combine(a, b):  # a earlier, b later
-            return merge[a * F + b].astype(I32)
+            return merge[a.astype(I32) * F + b.astype(I32)]
 
-        prefix = lax.associative_scan(combine, gen_id[cls], axis=0)
-        return state_of[prefix]
+        prefix = lax.associative_scan(combine, gen_id.astype(jnp.int16)[cls], axis=0)
+        return state_of.astype(jnp.int8)[prefix]
     f = _c(LT.TRANS)[cls]  # Int8[N, S]
 
     def compose(a, b):  # a earlier, b later
@@ -131,7 +165,7 @@ def _indent_columns(b, idx, line_start, pos):
     last_nonsp = _cummax(jnp.where(sp, -1, idx))
     run_before = idx - _shift_right(last_nonsp, -1) - 1  # spaces just before i
     contrib = jnp.where(tab, run_before // 8 + 1, 0).astype(I32)
-    tc = jnp.cumsum(contrib)
+    tc = _cumsum(contrib, idx.shape[0])  # at most one per byte
     last_ff = _cummax(jnp.where(ff, idx, -1))
     last_tab = _cummax(jnp.where(tab, idx, -1))
     p1 = pos - 1
@@ -175,8 +209,8 @@ class _Bytes(NamedTuple):
     length: object  # the length as given (beyond N: an error)
     n: object  # the length clipped to N
     valid: object  # Bool[N]  idx < n
-    b: object  # Int32[N]  the byte (PAD_BYTE past the end)
-    cls: object  # Int32[N]  its DFA byte class
+    b: object  # Int16[N]  the byte (PAD_BYTE past the end)
+    cls: object  # Int8[N]  its DFA byte class
     b_next: object  # b[i + 1]
     b_next2: object  # b[i + 2]
     b_prev: object  # b[i - 1]
@@ -190,8 +224,9 @@ def _read_bytes(src, length) -> _Bytes:
     length = jnp.asarray(length, I32)
     n = jnp.minimum(length, N)
     valid = idx < n
-    b = jnp.where(valid, src.astype(I32), LT.PAD_BYTE)  # Int32[N]
-    cls = _c(LT.BYTE_CLASS)[b]
+    # narrow per-byte columns: bytes 0..256 (PAD_BYTE) in int16, 30 classes in int8
+    b = jnp.where(valid, src.astype(jnp.int16), jnp.int16(LT.PAD_BYTE))  # Int16[N]
+    cls = _c(LT.BYTE_CLASS, jnp.int8)[b]
     b_next = _shift_left(b, LT.PAD_BYTE)
     b_next2 = _shift_left(b_next, LT.PAD_BYTE)
     b_prev = _shift_right(b, LT.PAD_BYTE)
@@ -278,7 +313,7 @@ class _Lines(NamedTuple):
 def _lines(x: _Bytes) -> _Lines:
     """Number the lines (a prefix sum of newlines) and find each byte's column."""
     is_nl = (x.b == ord("\n")) & x.valid
-    n_nl_before = jnp.cumsum(is_nl.astype(I32)) - is_nl.astype(I32)
+    n_nl_before = _cumsum(is_nl, x.N) - is_nl.astype(I32)
     line_no = n_nl_before + 1
     is_ls = x.valid & ((x.idx == 0) | (x.b_prev == ord("\n")))
     line_start = _cummax(jnp.where(is_ls, x.idx, 0))
@@ -336,7 +371,7 @@ def _statements(x: _Bytes, tok: _Toks, ln: _Lines) -> _Stmts:
     opens = tok.is_start & ((b == ord("(")) | (b == ord("[")) | (b == ord("{")))
     closes = tok.is_start & ((b == ord(")")) | (b == ord("]")) | (b == ord("}")))
     delta = opens.astype(I32) - closes.astype(I32)
-    paren_incl = jnp.cumsum(delta)
+    paren_incl = _cumsum(delta, x.N)
     paren_before = paren_incl - delta
     paren_final = paren_incl[-1]
     # the '\n' before a line start belongs to a continuation token
@@ -378,7 +413,7 @@ class _Indent(NamedTuple):
 def _indentation(x: _Bytes, ln: _Lines, st: _Stmts, limits: Limits, K: int) -> _Indent:
     """Gather the statement lines into K slots and run the indentation stack over them:
     INDENT / DEDENT counts and indentation errors per line."""
-    sidx = jnp.cumsum(st.stmt_line.astype(I32)) - 1
+    sidx = _cumsum(st.stmt_line, x.N) - 1
     n_stmt = jnp.minimum(sidx[-1] + 1, K)
     tgt = jnp.where(st.stmt_line, sidx, K)
     k_pos = jnp.zeros(K, I32).at[tgt].set(st.pos, mode="drop")
@@ -387,7 +422,8 @@ def _indentation(x: _Bytes, ln: _Lines, st: _Stmts, limits: Limits, K: int) -> _
     k_line = jnp.zeros(K, I32).at[tgt].set(ln.line_no, mode="drop")
     kk = jnp.arange(K, dtype=I32)
     k_ok = kk < n_stmt
-    ind = _indent_stack(k_col, k_ok, limits.max_indent)
+    # a column is at most 8 per byte (tabs)
+    ind = _indent_stack(k_col, k_ok, limits.max_indent, col_hi=8 * x.N)
     k_prev_col = _shift_right(k_col, 0)
     k_indent = k_ok & (k_col > k_prev_col)
     k_dedent = k_ok & (k_col < k_prev_col)
@@ -438,14 +474,18 @@ def _number_values(x: _Bytes, d: _Dfa, tok: _Toks) -> _Num:
     prefixed = prefixed & (m_end > idx + 1)
     base_ix = jnp.where(prefixed, jnp.where(b1 == ord("x"), 1, jnp.where(b1 == ord("o"), 2, 3)), 0)
     # per byte: the number token it belongs to
+    # (one gather of the four fields packed: m_end << 4 | base_ix << 2 | prefixed << 1 |
+    # t_num; m_end >= 0)
     s_of = tok.tok_start
-    num_of = d.t_num[s_of]
-    me_of = m_end[s_of]
-    pre_of = prefixed[s_of]
-    base_of = base_ix[s_of]
+    packed = (m_end << 4) | (base_ix << 2) | (prefixed.astype(I32) << 1) | d.t_num.astype(I32)
+    g = packed[s_of]
+    num_of = (g & 1) != 0
+    me_of = g >> 4
+    pre_of = (g & 2) != 0
+    base_of = (g >> 2) & 3
     in_m = num_of & (idx < me_of) & (idx >= s_of + jnp.where(pre_of, 2, 0)) & (b != ord("_"))
-    dig = _c(LT.DIGIT_VALUE)[b]
-    dc = jnp.cumsum(in_m.astype(I32))  # digits up to and including i
+    dig = _c(LT.DIGIT_VALUE, jnp.int8)[b]  # 0..15
+    dc = _cumsum(in_m, x.N)  # digits up to and including i
     e_after = gather(dc, me_of - 1, 0) - dc  # digits of the literal after this one
     pw = _c(LT.POW)[base_of, jnp.minimum(e_after, 32)]
     contrib = jnp.where(in_m, dig.astype(u32) * pw, _c(0, u32))
@@ -468,11 +508,22 @@ def _number_values(x: _Bytes, d: _Dfa, tok: _Toks) -> _Num:
     return _Num(base_ix, sig, too_big, num_value, nxt_digit)
 
 
+# the word table's length + 1 (0 for an empty slot), kind and value packed in one int32
+assert LT.WORD_LEN.min() >= -1 and LT.WORD_LEN.max() < 255
+assert LT.WORD_KIND.min() >= 0 and LT.WORD_KIND.max() < 256
+assert LT.WORD_VALUE.min() >= 0 and LT.WORD_VALUE.max() < 128
+_WORD_META = (
+    (LT.WORD_LEN.astype(np.int32) + 1)
+    | (LT.WORD_KIND.astype(np.int32) << 8)
+    | (LT.WORD_VALUE.astype(np.int32) << 16)
+)
+
+
 class _Words(NamedTuple):
     """What each name is (at its start)."""
 
-    word_kind: object  # Int32[N]  LT.WORD_KIND_*, 0 for a user name
-    word_val: object  # Int32[N]  the keyword's Tok or the reserved name's value
+    word_kind: object  # Int8[N]  LT.WORD_KIND_*, 0 for a user name
+    word_val: object  # Int8[N]  the keyword's Tok or the reserved name's value
     n_kw: object  # Bool[N]  a keyword of the language
     n_unsup: object  # Bool[N]  a keyword outside the language (an error)
     n_reserved: object  # Bool[N]  a reserved name (builtins, annotations: fixed ids)
@@ -481,20 +532,31 @@ class _Words(NamedTuple):
 
 def _keywords(x: _Bytes, c: _Kinds) -> _Words:
     """Look names of up to 8 bytes up in the perfect-hash word table (exact compare)."""
-    b, idx, tok_len = x.b, x.idx, c.tok_len
-    w = [gather(b, idx + k, 0) for k in range(8)]
-    w = [jnp.where(k < tok_len, w[k], 0).astype(u32) for k in range(8)]
-    w0 = w[0] | (w[1] << 8) | (w[2] << 16) | (w[3] << 24)
-    w1 = w[4] | (w[5] << 8) | (w[6] << 16) | (w[7] << 24)
+    tok_len = c.tok_len
+    # the 4 bytes from i packed little-endian (static shifts, 0 past N), then masked to
+    # the token's first 8 bytes: two words per byte, not 8 gathered byte columns (the
+    # bytes under the mask are in the source, so PAD_BYTE's 9th bit never shows)
+    b8 = (x.b & 0xFF).astype(u32)
+    p4 = b8
+    for k in range(1, 4):
+        p4 = p4 | (_shift_left_by(b8, k, 0) << (8 * k))
+
+    def mask(nb):  # the low nb bytes of a word, nb clipped to 0..4
+        nb = jnp.clip(nb, 0, 4).astype(u32)
+        return jnp.where(nb >= 4, _c(0xFFFFFFFF, u32), (_c(1, u32) << (8 * nb)) - 1)
+
+    w0 = p4 & mask(tok_len)
+    w1 = _shift_left_by(p4, 4, 0) & mask(tok_len - 4)
     slot = LT.word_slot(w0, w1, tok_len, LT.WORD_MUL0, LT.WORD_MUL1, xp=jnp)
+    meta = _c(_WORD_META)[slot]  # one lookup for the length, kind and value
     word_hit = (
         (tok_len <= 8)
-        & (_c(LT.WORD_LEN)[slot] == tok_len)
+        & ((meta & 0xFF) == tok_len + 1)
         & (_c(LT.WORD_W0)[slot] == w0)
         & (_c(LT.WORD_W1)[slot] == w1)
     )
-    word_kind = jnp.where(word_hit, _c(LT.WORD_KIND)[slot], 0)
-    word_val = _c(LT.WORD_VALUE)[slot]
+    word_kind = jnp.where(word_hit, ((meta >> 8) & 0xFF).astype(jnp.int8), 0)
+    word_val = (meta >> 16).astype(jnp.int8)  # a Tok or a reserved id: < 128
     n_kw = c.t_name & (word_kind == LT.WORD_KIND_KEYWORD)
     n_unsup = c.t_name & (word_kind == LT.WORD_KIND_UNSUPPORTED)
     n_reserved = c.t_name & (word_kind == LT.WORD_KIND_RESERVED)
@@ -505,24 +567,25 @@ def _keywords(x: _Bytes, c: _Kinds) -> _Words:
 class _Ops(NamedTuple):
     """Each operator (at its start)."""
 
-    op_kind: object  # Int32[N]  its Tok, 0 for none of the language's
-    op_err: object  # Int32[N]  (where op_kind is 0) its error: code * 64 + detail
+    op_kind: object  # Int8[N]  its Tok, 0 for none of the language's
+    op_err: object  # Int16[N]  (where op_kind is 0) its error: code * 64 + detail
 
 
 def _operators(x: _Bytes, c: _Kinds) -> _Ops:
     """Look operators up by their first one or two bytes and length (at most 3)."""
     o_len = jnp.minimum(c.tok_len, 3)
-    bb0 = jnp.clip(x.b, 0, 127)
-    bb1 = jnp.clip(x.b_next, 0, 127)
+    bb0 = jnp.clip(x.b, 0, 127).astype(I32)
+    bb1 = jnp.clip(x.b_next, 0, 127).astype(I32)
+    k8, e16 = jnp.int8, jnp.int16  # Tok < 128, code * 64 + detail < 2**15
     op_kind = jnp.where(
         o_len == 1,
-        _c(LT.OP_KIND1)[bb0],
-        jnp.where(o_len == 2, _c(LT.OP_KIND2)[bb0 * 128 + bb1], _c(LT.OP_KIND3)[bb0]),
+        _c(LT.OP_KIND1, k8)[bb0],
+        jnp.where(o_len == 2, _c(LT.OP_KIND2, k8)[bb0 * 128 + bb1], _c(LT.OP_KIND3, k8)[bb0]),
     )
     op_err = jnp.where(
         o_len == 1,
-        _c(LT.OP_ERR1)[bb0],
-        jnp.where(o_len == 2, _c(LT.OP_ERR2)[bb0 * 128 + bb1], _c(LT.OP_ERR3)[bb0]),
+        _c(LT.OP_ERR1, e16)[bb0],
+        jnp.where(o_len == 2, _c(LT.OP_ERR2, e16)[bb0 * 128 + bb1], _c(LT.OP_ERR3, e16)[bb0]),
     )
     return _Ops(op_kind, op_err)
 
@@ -628,7 +691,7 @@ def _string_errors(x: _Bytes, tok: _Toks, c: _Kinds, se: _StrEnds) -> _Str:
 class _Emit(NamedTuple):
     """The token each token start emits (if no error comes first)."""
 
-    kind: object  # Int32[N]  its Tok, 0 for none
+    kind: object  # Int8[N]  its Tok, 0 for none
     emit: object  # Bool[N]  a token of the output starts here
     real_end: object  # Int32[N]  one past its end (a NUMBER's own end)
     value: object  # Int32[N]  a NUMBER's value, a reserved name's value, else 0
@@ -638,6 +701,7 @@ def _token_kinds(tok: _Toks, d: _Dfa, c: _Kinds, st: _Stmts, num: _Num, w: _Word
     """Choose each token's kind and value; a line break is NL inside brackets and on a
     blank line, NEWLINE elsewhere."""
     nl_kind = jnp.where((st.paren_before > 0) | st.line_blank_stmt, Tok.NL, Tok.NEWLINE)
+    nl_kind = nl_kind.astype(jnp.int8)  # the per-byte kind is int8 (Tok < 128)
     kind = jnp.where(c.t_name, jnp.where(w.n_kw, w.word_val, Tok.NAME), 0)
     kind = jnp.where(d.t_num, Tok.NUMBER, kind)
     kind = jnp.where(c.t_comment, Tok.COMMENT, kind)
@@ -645,15 +709,15 @@ def _token_kinds(tok: _Toks, d: _Dfa, c: _Kinds, st: _Stmts, num: _Num, w: _Word
     kind = jnp.where(c.t_op, ops.op_kind, kind)
     emit = (kind > 0) & tok.is_start
     real_end = jnp.where(d.t_num, d.m_end, tok.tok_end)
-    value = jnp.where(d.t_num, num.num_value, jnp.where(w.n_reserved, w.word_val, 0))
+    value = jnp.where(d.t_num, num.num_value, jnp.where(w.n_reserved, w.word_val.astype(I32), 0))
     return _Emit(kind, emit, real_end, value)
 
 
 class _TokErr(NamedTuple):
     """Errors of single tokens: code * 64 + detail at the token's start, 0 = none."""
 
-    err: object  # Int32[N]  the token's error
-    num_err: object  # Int32[N]  (at a number start) the NUMBER's own error
+    err: object  # Int16[N]  the token's error
+    num_err: object  # Int16[N]  (at a number start) the NUMBER's own error
     emit: object  # Bool[N]  _Emit.emit less the tokens in error
     key_tok: object  # Int32[N]  the error's key 4 * byte + 2 (_BIG when none)
 
@@ -685,7 +749,7 @@ def _token_errors(
     too many brackets, dots, unsupported keywords, and the NUMBERs' own errors."""
     b, idx, N = x.b, x.idx, x.N
     E_INVCH = Code.SYNTAX * 64 + Syntax.INVALID_CHARACTER
-    err = jnp.zeros(N, I32)
+    err = jnp.zeros(N, jnp.int16)  # code * 64 + detail < 2**15
     # a printable ASCII byte outside the language (`$ ? \``) is CPython's "invalid syntax";
     # a control character its "invalid non-printable character"
     printable = (b >= ord("!")) & (b <= ord("~"))
@@ -712,9 +776,9 @@ def _token_errors(
             ),
         ),
     )
-    err = jnp.where(c.t_dot, Code.UNSUPPORTED * 64 + dot_detail, err)
+    err = jnp.where(c.t_dot, (Code.UNSUPPORTED * 64 + dot_detail).astype(err.dtype), err)
     err = jnp.where(w.n_unsup, Code.UNSUPPORTED * 64 + Unsupported.KEYWORD, err)
-    num_err = _number_errors(d, num)
+    num_err = _number_errors(d, num).astype(err.dtype)
     err = jnp.where(d.t_num, num_err, err)
     emit = emit & (err == 0)
     # error keys: 4*byte + 0 line-level, + 2 token-level (a number glued to a word: +2
@@ -872,7 +936,7 @@ def _error_code(fe: _First, te: _TokErr, s: _Str, g: _Glue, ind: _Indent):
     return jnp.select(
         [which == 0, which == 1, which == 2, which == 3, which == 4, which == 5],
         [
-            te.err[fe.i_tok],
+            te.err[fe.i_tok].astype(I32),
             s.str_err[fe.i_str],
             Code.SYNTAX * 64
             + jnp.where(gl_dec[fe.i_gl], Syntax.INVALID_DECIMAL, Syntax.INVALID_NUMBER).astype(I32),
@@ -971,26 +1035,21 @@ def _slot_events(x: _Bytes, ind: _Indent, emit, cnt: _Count, fe: _First, T: int)
     TS = T + 1
     slots = jnp.arange(TS, dtype=I32)
     tok_base = cnt.base + ind.cnt_line
-    ev_type = jnp.zeros(TS, I32)
-    ev_id = jnp.zeros(TS, I32)
-    marker = jnp.full(TS, -1, I32)
+    # one scatter per kind of event, of type | id << 2 (-1: no event starts at the slot;
+    # no two events share a slot)
+    ev = jnp.full(TS, -1, I32)
 
-    def put(ev_type, ev_id, marker, bases, ok, typ, ids):
-        tgt = jnp.where(ok, bases, TS)
-        ev_type = ev_type.at[tgt].set(typ, mode="drop")
-        ev_id = ev_id.at[tgt].set(ids, mode="drop")
-        marker = marker.at[tgt].set(bases, mode="drop")
-        return ev_type, ev_id, marker
+    def put(ev, bases, ok, typ, ids):
+        return ev.at[jnp.where(ok, bases, TS)].set(typ | (ids << 2), mode="drop")
 
     k_base = gather(cnt.base, ind.k_pos, 0)
-    ev = (ev_type, ev_id, marker)
-    ev = put(*ev, k_base, ind.k_ok & (ind.k_count > 0), 1, ind.kk)
-    ev = put(*ev, tok_base, emit, 2, x.idx)
-    ev = put(*ev, cnt.total_bytes[None], ~fe.has_err[None], 3, jnp.zeros(1, I32))
-    ev_type, ev_id, marker = ev
-    cover = _cummax(marker)
-    typ = jnp.where(cover >= 0, ev_type[jnp.maximum(cover, 0)], 0)
-    eid = ev_id[jnp.maximum(cover, 0)]
+    ev = put(ev, k_base, ind.k_ok & (ind.k_count > 0), 1, ind.kk)
+    ev = put(ev, tok_base, emit, 2, x.idx)
+    ev = put(ev, cnt.total_bytes[None], ~fe.has_err[None], 3, jnp.zeros(1, I32))
+    cover = _cummax(jnp.where(ev >= 0, slots, -1))
+    pk = ev[jnp.maximum(cover, 0)]
+    typ = jnp.where(cover >= 0, pk & 3, 0)
+    eid = jnp.where(cover >= 0, pk >> 2, 0)
     off = slots - cover
     return _Slots(TS, slots, tok_base, typ, eid, off)
 
@@ -1192,7 +1251,7 @@ class _Stack(NamedTuple):
     mismatch: object  # Bool[K]  (on a dedent) the line's column is not on the stack before it
 
 
-def _indent_stack(c, ok, max_indent: int):
+def _indent_stack(c, ok, max_indent: int, col_hi: int | None = None):
     """tokenize's indentation stack, in parallel over the statement lines.
 
     Equivalent sequential Python (without the errors)::
@@ -1209,21 +1268,27 @@ def _indent_stack(c, ok, max_indent: int):
     chain's length (pointer jumping, enough rounds to exceed max_indent), and a dedent
     to col is valid iff the latest earlier line with column <= col has column == col.
     prev_lt / prev_le come from a sparse table of window minima and binary lifting.
+
+    col_hi (static): a bound on the columns of the lines in ``ok``; when it and K fit,
+    the columns, pointers and depths are int16 (the sentinel for no line is then int16's
+    max instead of _BIG: above every column either way), the results are the same.
     """
     K = c.shape[0]
-    c = jnp.where(ok, c, _BIG)
+    narrow = col_hi is not None and max(col_hi, K + 1) < _I16_TOP
+    dt, big = (jnp.int16, _I16_TOP) if narrow else (I32, _BIG)
+    c = jnp.where(ok, c, big).astype(dt)
     P = max(1, int(np.ceil(np.log2(K + 1))))
     mins = [c]
     for p in range(P - 1):
         m = mins[-1]
         sh = 1 << p
-        mins.append(jnp.minimum(m, jnp.concatenate([jnp.full((sh,), _BIG, I32), m[:-sh]])))
-    kk = jnp.arange(K, dtype=I32)
+        mins.append(jnp.minimum(m, jnp.concatenate([jnp.full((sh,), big, dt), m[:-sh]])))
+    kk = jnp.arange(K, dtype=dt)
 
     def prev_where(strict):
         posk = kk - 1
         for p in reversed(range(P)):
-            w = gather(mins[p], posk, _BIG)
+            w = gather(mins[p], posk, big)
             skip = (posk >= 0) & jnp.where(strict, w >= c, w > c)
             posk = jnp.where(skip, posk - (1 << p), posk)
         return jnp.maximum(posk, -1)
@@ -1232,14 +1297,14 @@ def _indent_stack(c, ok, max_indent: int):
     ple = prev_where(False)
     c_ple = jnp.where(ple >= 0, gather(c, ple, 0), 0)
     mismatch = (c > 0) & (c_ple != c)
-    acc = jnp.where(c > 0, 1, 0).astype(I32)
+    acc = jnp.where(c > 0, 1, 0).astype(dt)
     ptr = jnp.where(c > 0, plt, -1)
     rounds = int(np.ceil(np.log2(max_indent + 2))) + 1
     for _ in range(rounds):
         has = ptr >= 0
         acc = acc + jnp.where(has, gather(acc, ptr, 0), 0)
         ptr = jnp.where(has, gather(ptr, ptr, -1), -1)
-    return _Stack(depth=acc, mismatch=mismatch)
+    return _Stack(depth=acc.astype(I32), mismatch=mismatch)
 
 
 def _intern(
@@ -1311,7 +1376,7 @@ def _intern(
     _, rep_sorted = lax.while_loop(lambda st: jnp.any(st[0]), resolve, state)
     rep = perm[rep_sorted[rank]]  # slot of the first occurrence of each slot's name
     first = is_user & (rep == slots)
-    ids = N_RESERVED_NAMES + jnp.cumsum(first.astype(I32)) - 1
+    ids = N_RESERVED_NAMES + _cumsum(first, TS) - 1
     return ids[rep]
 
 

@@ -334,7 +334,8 @@ def test_dfa_scan_matches_sequential(mode):
         assert g.tolist() == want
 
 
-def test_indent_stack_matches_sequential():
+@pytest.mark.parametrize("col_hi", [None, 64])  # int32, and int16 (the lexer's small N)
+def test_indent_stack_matches_sequential(col_hi):
     rng = np.random.default_rng(1)
     cols = []
     for _ in range(32):  # columns that only dedent to levels on the stack
@@ -348,7 +349,7 @@ def test_indent_stack_matches_sequential():
         cols.append(row)
     cols = np.array(cols, np.int32)
     ok = np.ones_like(cols, bool)
-    got = jax.jit(jax.vmap(lambda c, o: lexer._indent_stack(c, o, 12)))(cols, ok)
+    got = jax.jit(jax.vmap(lambda c, o: lexer._indent_stack(c, o, 12, col_hi)))(cols, ok)
     for row, depth, mism in zip(cols, np.asarray(got.depth), np.asarray(got.mismatch), strict=True):
         stack = [0]
         for k, c in enumerate(row):
@@ -359,7 +360,7 @@ def test_indent_stack_matches_sequential():
             while c < stack[-1]:
                 stack.pop()
             assert depth[k] == len(stack) - 1
-    bad = jax.jit(lambda c, o: lexer._indent_stack(c, o, 12))(
+    bad = jax.jit(lambda c, o: lexer._indent_stack(c, o, 12, col_hi))(
         jnp.array([4, 8, 6, 0], jnp.int32), jnp.ones(4, bool)
     )
     assert np.asarray(bad.mismatch)[2:].tolist() == [True, False]  # 6 is not on [0, 4, 8]
@@ -410,3 +411,17 @@ def test_limits_beyond_the_error_keys_are_refused():
     with pytest.raises(ValueError, match="max_nodes"):
         Limits(max_nodes=1 << 25).check()
     assert LIM.check() == LIM
+
+
+def test_narrow_scans_match_int32():
+    # positions in [-1, len + 1] or _BIG: the int16 scans give the int32 scans' results
+    rng = np.random.default_rng(5)
+    n = 300
+    x = rng.integers(-1, n + 2, n).astype(np.int32)
+    x[rng.random(n) < 0.3] = lexer._BIG
+    x = jnp.asarray(x)
+    assert np.array_equal(lexer._cummax(x), jax.lax.cummax(x, axis=0))
+    assert np.array_equal(lexer._rcummin(x), jax.lax.cummin(x, axis=0, reverse=True))
+    assert lexer._cummax(x).dtype == lexer._rcummin(x).dtype == jnp.int32
+    d = jnp.asarray(rng.integers(-1, 2, n).astype(np.int32))
+    assert np.array_equal(lexer._cumsum(d, n), jnp.cumsum(d))
