@@ -151,7 +151,7 @@ def stages(limits, optimize: bool = False) -> list[Stage]:
         return {"ast": ast, "parse_error": err}
 
     def optimizer(program):  # compiler.compile_arrays(optimize=True)'s stage
-        return {"program": opt.optimize(program, limits, opt.PASSES)}
+        return {"program": opt.optimize(program, limits, *opt.level(optimize))}
 
     def run_tests(program, error, cases):  # pipeline.evaluate's VM call
         budget = pipeline._budget(error, cases, limits)

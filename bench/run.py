@@ -263,25 +263,27 @@ def jax_block(x):
     return jax.block_until_ready(x)
 
 
-def compile_fn(limits, optimize: bool = False):
+def compile_fn(limits, optimize: int = False, passes=None, max_rounds=None):
     """source -> (Program, Error): ``jaxcc.compiler.compile_arrays`` (with ``optimize``
-    the optimizer too), un-jitted here so that each entry jits it at its own shapes. The
-    debug arrays it also returns are dropped, so XLA does not compute them."""
+    the optimizer too, at that level: 1 the -O1 preset, 2 every pass to a fixpoint),
+    un-jitted here so that each entry jits it at its own shapes. The debug arrays it
+    also returns are dropped, so XLA does not compute them. ``passes``, ``max_rounds``:
+    as compile_arrays' (None: the level's)."""
     from jaxcc import compiler
 
     def f(src, length):
-        c = compiler.compile_arrays(src, length, limits, optimize=optimize)
+        c = compiler.compile_arrays(src, length, limits, optimize, passes, max_rounds)
         return c.program, c.error
 
     return f
 
 
-def loop_fn(limits, optimize: bool = False):
+def loop_fn(limits, optimize: int = False, passes=None, max_rounds=None):
     """source + tests -> (passed Bool[B], per_case, error code): the whole loop (with
-    ``optimize``: the optimizer between the compiler and the VM)."""
+    ``optimize``: the optimizer between the compiler and the VM, as compile_fn's)."""
     from jaxcc import vm
 
-    comp = compile_fn(limits, optimize)
+    comp = compile_fn(limits, optimize, passes, max_rounds)
 
     def f(src, length, entry, args, expected):
         prog, err = comp(src, length)
@@ -570,14 +572,43 @@ def _steps_of(program, progs: list[dict], ok, limits) -> np.ndarray:
 
 @register("optimize", needs=("jaxcc.optimize:optimize",) + LOOP_NEEDS)
 def bench_optimize(ctx: Ctx):
-    """The optimizer (jaxcc.optimize): instructions and VM steps saved per program on
-    each corpus and examples/ (steps of the tests' runs; device-independent), the
-    optimizer's own programs/s and compile time, and the loop's programs/s with it
-    (compare with the `loop` entry's rows, the loop without it)."""
+    """The optimizer (jaxcc.optimize) at each --opt-levels level (default 1, the -O1
+    preset the loop uses; 2: every pass to a fixpoint): instructions and VM steps saved
+    per program on each corpus and examples/ (steps of the tests' runs;
+    device-independent), the optimizer's own programs/s and compile time, and the loop's
+    programs/s with it (rows loop_O1 / loop_O2; compare with the `loop` entry's rows,
+    the loop without it)."""
+    for spec in ctx.args.opt_levels:
+        _bench_optimize_level(ctx, spec)
+
+
+# --opt-levels letters: a pass by its first letter (thread, unreachable, fold, peephole,
+# deadstore, cmpjump, loadvar2, invert)
+_PASS_LETTERS = {"t": "thread", "u": "unreachable", "f": "fold", "p": "peephole",
+                 "d": "deadstore", "c": "cmpjump", "l": "loadvar2", "i": "invert"}  # fmt: skip
+
+
+def opt_config(spec: str) -> tuple[str, int | None, tuple, int]:
+    """An --opt-levels item -> (row suffix, level or None, passes, rounds): "1" / "2"
+    the levels (-O1, -O2: rows loop_O1, loop_O2), or "LETTERS:ROUNDS" a preset to compare
+    with them, e.g. "tcdli:1" (thread, deadstore, cmpjump, loadvar2, invert, 1 round:
+    rows loop_Ptcdli_r1)."""
+    from jaxcc import optimize as opt
+
+    if ":" not in spec:
+        return f"O{int(spec)}", int(spec), *opt.level(int(spec))
+    letters, rounds = spec.split(":")
+    passes = opt.check_passes([_PASS_LETTERS[x] for x in letters])
+    return f"P{letters}_r{int(rounds)}", None, passes, int(rounds)
+
+
+def _bench_optimize_level(ctx: Ctx, spec: str) -> None:
     import jax
 
     from jaxcc import optimize as opt
 
+    suffix, level, passes, rounds = opt_config(spec)
+    tag = {"opt": suffix, "passes": ",".join(passes), "rounds": rounds}
     for size in [*ctx.sizes(), "examples"]:
         progs = ctx.corpus.get(size) or []
         if not progs:
@@ -586,13 +617,13 @@ def bench_optimize(ctx: Ctx):
         p0, codes = _reference_programs(ctx, size, len(progs))
         ok = codes == 0
         t0 = time.perf_counter()
-        p1 = jax.device_get(opt.optimize(p0, lim))
+        p1 = jax.device_get(opt.optimize(p0, lim, passes, rounds))
         first_s = time.perf_counter() - t0
         n0, n1 = np.asarray(p0.n_code, float)[ok], np.asarray(p1.n_code, float)[ok]
         s0, s1 = _steps_of(p0, progs, ok, lim)[ok], _steps_of(p1, progs, ok, lim)[ok]
         instr = 100 * (1 - n1 / np.maximum(n0, 1))
         steps = 100 * (1 - s1 / np.maximum(s0, 1))
-        ctx.add(bench="optimize_gain", size=size, programs=int(ok.sum()),
+        ctx.add(bench="optimize_gain", size=size, **tag, programs=int(ok.sum()),
                 instr_mean=float(n0.mean()), instr_saved_pct=100 * (1 - n1.sum() / n0.sum()),
                 instr_saved_mean_pct=float(instr.mean()),
                 **{f"instr_saved_{k}": v for k, v in _quantiles(instr).items()},
@@ -602,15 +633,16 @@ def bench_optimize(ctx: Ctx):
                 first_call_s=first_s)  # fmt: skip
         if size == "examples":
             continue
-        jitted = jax.jit(lambda p, lim=lim: opt.optimize(p, lim))
+        jitted = jax.jit(lambda p, lim=lim: opt.optimize(p, lim, passes, rounds))
 
         def make(b, size=size):
             return (_reference_programs(ctx, size, b)[0],)  # the arguments: one Program
 
         def work(b, args, out):
-            return b, {}
+            return b, dict(tag)
 
-        sweep(ctx, "optimize", size, make, jitted, work, "programs/s")
+        sweep(ctx, "optimize" if level == 1 else f"optimize_{suffix}", size, make, jitted,
+              work, "programs/s")  # fmt: skip
 
         wants: dict = {}
 
@@ -621,10 +653,10 @@ def bench_optimize(ctx: Ctx):
 
         def work_loop(b, args, out, wants=wants):
             passed = np.asarray(out[0])
-            return b, {"passed": int(passed.sum()), "agree": int((passed == wants[b]).sum())}
+            return b, {"passed": int(passed.sum()), "agree": int((passed == wants[b]).sum()), **tag}
 
-        sweep(ctx, "loop_O1", size, make_loop, jax.jit(loop_fn(lim, optimize=True)), work_loop,
-              "programs/s")  # fmt: skip
+        loop = loop_fn(lim, optimize=1, passes=passes, max_rounds=rounds)
+        sweep(ctx, f"loop_{suffix}", size, make_loop, jax.jit(loop), work_loop, "programs/s")
 
 
 @register("latency", needs=("jaxcc.vm:run_tests",))
@@ -1238,6 +1270,11 @@ def parse_args(argv=None):
         "--entry-budget-s", type=float, default=None, help="stop an entry's sweeps after this long"
     )
     p.add_argument("--seed", type=int, default=0, help="corpus seed")
+    p.add_argument("--opt-levels", default="1",
+                   help="optimize entry: optimizer levels or presets, e.g. 1,2,tcdli:1 (1: the "
+                   "-O1 preset the loop uses, rows loop_O1; 2: every pass to a fixpoint, rows "
+                   "loop_O2; LETTERS:ROUNDS: those passes by first letter, rows "
+                   "loop_PLETTERS_rROUNDS)")  # fmt: skip
     p.add_argument("--neural-weights", default=None,
                    help="neural/hybrid entries: model.npz (default: the shipped model)")  # fmt: skip
     p.add_argument("--n-corpus", type=int, default=None, help="programs per corpus size")
@@ -1257,6 +1294,7 @@ def parse_args(argv=None):
     a.max_call_s = a.max_call_s or (5.0 if q else 20.0)
     a.entry_budget_s = a.entry_budget_s or (300.0 if q else 420.0)
     a.n_corpus = a.n_corpus or (32 if q else 512)
+    a.opt_levels = [x for x in str(a.opt_levels).split(",") if x]
     a.out = os.path.abspath(a.out)
     return a
 

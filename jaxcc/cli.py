@@ -17,9 +17,10 @@ after that many seconds of run time with TimeoutError, and Ctrl-C stops the run 
 slices, prints what finished and exits with 130. Other VMs run the batch in one call.
 
 ``-O1`` (the default of ``run`` and ``dis``) optimizes the bytecode of the jax compiler
-(jaxcc.optimize, on the device) and of the python compiler (jaxcc.reference.optimize);
-``-O0`` shows and runs the compiler's code as it is; ``--passes``/``--no-pass`` choose
-the optimizer's passes.
+(jaxcc.optimize, on the device) and of the python compiler (jaxcc.reference.optimize)
+with the cheap preset the loop uses; ``-O2`` runs every pass to a fixpoint; ``-O0``
+shows and runs the compiler's code as it is; ``--passes``/``--no-pass`` choose the
+optimizer's passes.
 """
 
 from __future__ import annotations
@@ -166,6 +167,8 @@ def _add_backend_options(p: argparse.ArgumentParser) -> None:
 
 OPT_PASSES = ("thread", "unreachable", "fold", "peephole", "deadstore", "cmpjump",
               "loadvar2", "invert")  # jaxcc.optimize.PASSES  # fmt: skip
+OPT_LEVELS = {1: (tuple(p for p in OPT_PASSES if p != "unreachable"), 1),
+              2: (OPT_PASSES, 32)}  # jaxcc.optimize.LEVELS: (passes, rounds)  # fmt: skip
 
 
 def _add_optimizer_options(p: argparse.ArgumentParser) -> None:
@@ -174,17 +177,20 @@ def _add_optimizer_options(p: argparse.ArgumentParser) -> None:
         "-O",
         dest="opt",
         type=int,
-        choices=(0, 1),
+        choices=(0, 1, 2),
         default=1,
         metavar="LEVEL",
-        help="-O0: the compiler's bytecode as it is; -O1 (default): optimized (same output "
-        "and errors, fewer instructions; --max-steps counts the optimized code)",
+        help="-O0: the compiler's bytecode as it is; -O1 (default): optimized by the cheap "
+        f"preset ({','.join(OPT_LEVELS[1][0])}, {OPT_LEVELS[1][1]} round); -O2: every pass, "
+        "rounds to a fixpoint (same output and errors, fewer instructions; --max-steps "
+        "counts the optimized code)",
     )
     g.add_argument(
         "--passes",
-        default=",".join(OPT_PASSES),
+        default=None,
         metavar="NAMES",
-        help=f"with -O1, the passes to run, comma-separated (default all: {','.join(OPT_PASSES)})",
+        help="with -O1/-O2, the passes to run, comma-separated (default: the level's; "
+        f"all: {','.join(OPT_PASSES)})",
     )
     g.add_argument(
         "--no-pass",
@@ -195,32 +201,36 @@ def _add_optimizer_options(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _passes(ns: argparse.Namespace) -> tuple[str, ...] | None:
-    """The optimizer passes the options ask for, or None for -O0."""
+def _passes(ns: argparse.Namespace) -> tuple[tuple[str, ...], int] | None:
+    """The optimizer passes and rounds the options ask for, or None for -O0."""
     if ns.opt == 0:
         return None
-    names = [n.strip() for n in ns.passes.split(",") if n.strip()]
+    passes, rounds = OPT_LEVELS[ns.opt]
+    names = passes if ns.passes is None else [n.strip() for n in ns.passes.split(",")]
+    names = [n for n in names if n]
     unknown = sorted(set(names) - set(OPT_PASSES)) + sorted(set(ns.no_pass) - set(OPT_PASSES))
     if unknown:
         raise SystemExit(f"jaxcc: unknown optimizer pass {unknown[0]!r} "
                          f"(known: {', '.join(OPT_PASSES)})")  # fmt: skip
-    return tuple(n for n in OPT_PASSES if n in names and n not in ns.no_pass)
+    return tuple(n for n in OPT_PASSES if n in names and n not in ns.no_pass), rounds
 
 
-def _optimizing(compiler: str, compile_many: Callable, passes) -> Callable:
-    """compile_many followed by the optimizer (``passes``; None: none). The jax compiler
-    optimizes on the device inside its jitted compile, the python compiler with the
-    reference optimizer; the neural and hybrid compilers' code is left as it is."""
+def _optimizing(compiler: str, compile_many: Callable, passes, max_rounds=None) -> Callable:
+    """compile_many followed by the optimizer (``passes``; None: none; ``max_rounds``:
+    None for the full fixpoint). The jax compiler optimizes on the device inside its
+    jitted compile, the python compiler with the reference optimizer; the neural and
+    hybrid compilers' code is left as it is."""
     if passes is None or compiler not in ("jax", "python"):
         return compile_many
+    rounds = OPT_LEVELS[2][1] if max_rounds is None else max_rounds
     if compiler == "jax":
-        return functools.partial(compile_many, optimize=True, passes=passes)
+        return functools.partial(compile_many, optimize=True, passes=passes, max_rounds=rounds)
 
     def optimized(sources, limits):
         from jaxcc.reference import optimize as ref_opt
 
         program, error, debug = compile_many(sources, limits)
-        return ref_opt.optimize(program, passes), error, debug
+        return ref_opt.optimize(program, passes, rounds), error, debug
 
     return optimized
 
@@ -478,6 +488,7 @@ def run_files(
     on_result: Callable[[int, _FileResult], None] | None = None,
     stop: Callable[[], bool] | None = None,
     passes: tuple[str, ...] | None = None,
+    max_rounds: int | None = None,
 ) -> list[_FileResult]:
     """Compile and run the files as one batch; the per-file results (no printing).
 
@@ -491,10 +502,11 @@ def run_files(
     (its program stopped, or it failed to read or compile), in completion order.
     ``stop``: polled between slices (a ``driver.Interrupt`` makes Ctrl-C such a stop);
     when true the run ends there and the files not finished keep ``done`` False.
-    ``passes``: the optimizer passes to run on the bytecode (None: -O0, none).
+    ``passes``: the optimizer passes to run on the bytecode (None: -O0, none);
+    ``max_rounds``: the optimizer's rounds (None: to a fixpoint, at most 32).
     """
     compile_many = _backend("compiler", compiler, functools.partial(compilers, **(neural or {})))
-    compile_many = _optimizing(compiler, compile_many, passes)
+    compile_many = _optimizing(compiler, compile_many, passes, max_rounds)
     run = _backend("vm", vm, vms)
     if trace is not None and vm == "python":
         run = _tracing_run(trace)
@@ -648,11 +660,13 @@ def _cmd_run(ns: argparse.Namespace) -> int:
     printer = _Printer(len(ns.files), ns.json)
     stop = Interrupt()
     results = None
+    opt = _passes(ns)
     try:
         with stop.installed():
             results = run_files(ns.files, _limits(ns), ns.compiler, ns.vm, ns.entry, ns.args,
                                 trace, neural, timeout=ns.timeout or None, on_result=printer,
-                                stop=stop, passes=_passes(ns))  # fmt: skip
+                                stop=stop, passes=opt and opt[0],
+                                max_rounds=opt and opt[1])  # fmt: skip
     except KeyboardInterrupt:
         pass
     if results is None or not all(r.done for r in results):
@@ -670,7 +684,7 @@ def _cmd_dis(ns: argparse.Namespace) -> int:
     limits = _limits(ns)
     neural = {"k": ns.samples, "temperature": ns.temperature, "seed": ns.seed}
     compile_many = _backend("compiler", ns.compiler, functools.partial(compilers, **neural))
-    compile_many = _optimizing(ns.compiler, compile_many, _passes(ns))
+    compile_many = _optimizing(ns.compiler, compile_many, *(_passes(ns) or (None,)))
     try:
         source = _read(ns.file)
     except OSError as e:

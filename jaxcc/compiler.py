@@ -34,22 +34,29 @@ def _front_and_middle(source, length, limits: Limits) -> Compiled:
     return Compiled(program, error, debug)
 
 
-def compile_arrays(source, length, limits: Limits = DEFAULT, optimize: bool = False,
-                   passes: tuple = opt.PASSES) -> Compiled:  # fmt: skip
+def compile_arrays(source, length, limits: Limits = DEFAULT, optimize: int = False,
+                   passes: tuple | None = None, max_rounds: int | None = None) -> Compiled:  # fmt: skip
     """Compile a batch of padded sources to bytecode without leaving the device.
 
     source: UInt8[B, N] (N = limits.max_source_bytes), length: Int32[B].
     Each stage takes the previous stage's Error and keeps the first error, so a program
     that fails early flows on as an empty program and the batch keeps its shape.
-    ``optimize`` (static, as ``limits`` and ``passes``): run jaxcc.optimize (the
-    ``passes`` named) on the bytecode; off by default, so that the code is the reference
-    compiler's instruction for instruction (the CLI's -O1 turns it on). Lexer to middle
+    ``optimize`` (static, as ``limits``, ``passes`` and ``max_rounds``): run
+    jaxcc.optimize on the bytecode at that level (True or 1: -O1, the cheap preset
+    optimize.O1_PASSES in O1_ROUNDS rounds; 2: -O2, every pass to a fixpoint;
+    ``passes``/``max_rounds``, when given, replace the level's); off by default, so that
+    the code is the reference compiler's instruction for instruction. Lexer to middle
     end is one jitted function and the optimizer another (so turning the optimizer on
     does not recompile the compiler); under the caller's jit they are one computation.
     """
     compiled = _front_and_middle(source, length, limits)
     if optimize:
-        compiled = compiled._replace(program=opt.optimize(compiled.program, limits, passes))
+        passes, max_rounds = opt.level(optimize, passes, max_rounds)
+        # the barrier keeps XLA from fusing the middle end's last operations into the
+        # optimizer's (recomputing them in each consumer: without it the optimizer cost
+        # 3.6x its own time in the loop on the CPU; docs/middle_end.md section 7, "Levels")
+        program = jax.lax.optimization_barrier(compiled.program)
+        compiled = compiled._replace(program=opt.optimize(program, limits, passes, max_rounds))
     return compiled
 
 
@@ -82,8 +89,8 @@ def _row(tree, j: int):
     return type(tree)(*(np.asarray(x)[j] for x in tree))
 
 
-def compile_many(sources, limits: Limits = DEFAULT, optimize: bool = False,
-                 passes: tuple = opt.PASSES):  # fmt: skip
+def compile_many(sources, limits: Limits = DEFAULT, optimize: int = False,
+                 passes: tuple | None = None, max_rounds: int | None = None):  # fmt: skip
     """Compile a list of sources on the device: (Program [B, ...], Error [B], debug list).
 
     Every source is compiled at the smallest shape tier that holds it, and again at the
@@ -91,9 +98,11 @@ def compile_many(sources, limits: Limits = DEFAULT, optimize: bool = False,
     group padded with empty programs to a power of two), so the
     result is what compiling with ``limits`` itself would give. The Program arrays are
     padded to ``limits.max_code`` / ``max_funcs`` as the reference compiler's are.
-    ``optimize``, ``passes``: as compile_arrays' (the optimizer runs on the device).
+    ``optimize``, ``passes``, ``max_rounds``: as compile_arrays' (the optimizer runs on
+    the device).
     """
-    passes = opt.check_passes(passes)
+    if optimize:
+        passes, max_rounds = opt.level(optimize, passes, max_rounds)
     data = [
         s.encode("utf-8", "surrogateescape") if isinstance(s, str) else bytes(s) for s in sources
     ]
@@ -115,7 +124,7 @@ def compile_many(sources, limits: Limits = DEFAULT, optimize: bool = False,
             # varying number of files meets only a few batch shapes
             pad = (1 << (len(idx) - 1).bit_length()) - len(idx)
             source, length = lexer.encode([data[i] for i in idx] + [b""] * pad, t)
-            out = jax.device_get(compile_arrays(source, length, t, optimize, passes))
+            out = jax.device_get(compile_arrays(source, length, t, optimize, passes, max_rounds))
             for j, i in enumerate(idx):
                 code, detail = int(out.error.code[j]), int(out.error.detail[j])
                 field = _TIER_FIELDS.get(detail) if code == Code.LIMIT else None

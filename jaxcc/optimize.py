@@ -27,10 +27,13 @@ How the sequential algorithms become array code:
   a pair fires at an odd distance from the run's start (a running maximum); constant operations are evaluated with ``ops.evaluate`` for every
   binary and unary opcode, and kept only where no check fires;
 * compaction: an exclusive prefix sum of "kept" gives each instruction its new index;
-  targets and entries are mapped through it; one scatter moves the code;
+  targets and entries are mapped through it; one scatter of indices and one gather move
+  the code;
 * loop inversion grows the code, so it is compaction in reverse: an exclusive prefix sum
   of each inverted back edge's growth gives the new indices (an inclusive one decides
-  which fit the code length), and a scatter of a few layers writes the copies.
+  which fit the code length), and each new position gathers what it holds;
+* rounds: up to UNROLL_ROUNDS unrolled (-O1's one), more in a while_loop until a round
+  changes nothing (the same Program either way).
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 
 from jaxcc import isa, ops
@@ -51,6 +55,14 @@ from jaxcc.limits import DEFAULT, Limits
 PASSES = ("thread", "unreachable", "fold", "peephole", "deadstore", "cmpjump", "loadvar2",
           "invert")  # fmt: skip
 MAX_ROUNDS = 32
+UNROLL_ROUNDS = 2  # max_rounds up to this: the rounds unrolled, no while_loop
+# Optimization levels (docs/middle_end.md section 7, "Levels"): 1 (-O1, the API's
+# optimize=True, what the loop runs) is the cheap preset: every pass but unreachable
+# (which saves no VM steps), one round: 94-99% of -O2's steps saved for a fifth to a
+# ninth of its time (CPU); 2 (-O2) is every pass, rounds to a fixpoint.
+O1_PASSES = ("thread", "fold", "peephole", "deadstore", "cmpjump", "loadvar2", "invert")
+O1_ROUNDS = 1
+LEVELS = {1: (O1_PASSES, O1_ROUNDS), 2: (PASSES, MAX_ROUNDS)}
 
 i32 = jnp.int32
 _JUMPS = (Op.JUMP, Op.FOR_RANGE, Op.JUMP_IF_FALSE, Op.JUMP_IF_TRUE,
@@ -73,7 +85,15 @@ def _table(mapping: dict, default: int):
 
 
 def _is(op, opcodes) -> jax.Array:
-    return jnp.isin(op, jnp.array([int(o) for o in opcodes], i32))
+    """Bool: op is one of ``opcodes`` (a few: compares; more: a lookup table)."""
+    if len(opcodes) <= 3:
+        out = jnp.zeros(jnp.shape(op), bool)
+        for o in opcodes:
+            out = out | (op == int(o))
+        return out
+    table = np.zeros((isa.N_OPS + 1,), bool)
+    table[[int(o) for o in opcodes]] = True
+    return jnp.asarray(table)[jnp.where((op >= 0) & (op < isa.N_OPS), op, isa.N_OPS)]
 
 
 class _Code(NamedTuple):
@@ -152,12 +172,15 @@ def compact(c: _Code, deleted) -> _Code:
     arg = move(c.arg, _valid(c) & _is(c.op, _JUMPS))
     f = jnp.arange(c.entry.shape[0], dtype=i32)
     entry = move(c.entry, f < c.nf)
-    dest = jnp.where(keep, new_index, size)
-
-    def scatter(x):
-        return jnp.zeros((size + 1,), i32).at[dest].set(x)[:size]
-
-    return _Code(scatter(c.op), scatter(arg), scatter(c.line), jnp.sum(k), entry, c.nf)
+    # one scatter of the old indices to their new places, then one gather of the code
+    src = (
+        jnp.zeros((size + 1,), i32)
+        .at[jnp.where(keep, new_index, size)]
+        .set(jnp.arange(size, dtype=i32))[:size]
+    )
+    n = jnp.sum(k)
+    code = jnp.where((jnp.arange(size) < n)[:, None], jnp.stack([c.op, arg, c.line], 1)[src], 0)
+    return _Code(code[:, 0], code[:, 1], code[:, 2], n, entry, c.nf)
 
 
 # -- passes -----------------------------------------------------------------------------
@@ -382,8 +405,11 @@ def invert_loops(c: _Code) -> _Code:
     grows, so this is compaction in reverse: an inclusive prefix sum of each accepted
     JUMP's growth decides which fit (a prefix of the candidates, as the sum only grows),
     an exclusive one gives every instruction its new index, targets and entries are
-    mapped through it, and one scatter of TEST_MAX + 2 layers writes the code (layer k:
-    every other instruction at k = 0, a copy's k-th instruction)."""
+    mapped through it, and the new code is gathered: each new position finds the old
+    instruction it comes from (a scatter of the old indices at their new ones and a
+    running maximum) and its offset k in that instruction's output (0 for an instruction
+    kept as it is; for an inverted JUMP the copy's k-th instruction, then the inverted
+    jump, then the JUMP e)."""
     size = c.op.shape[0]
     idx = jnp.arange(size, dtype=i32)
     valid = _valid(c)
@@ -393,14 +419,16 @@ def invert_loops(c: _Code) -> _Code:
 
     h = c.arg
     cand = valid & (c.op == Op.JUMP) & (h >= 0) & (h < idx)
-    m, counting = jnp.zeros((size,), i32), cand
-    for k in range(TEST_MAX + 1):
-        is_test = (h + k < idx) & _is(at(c.op, h + k), _TEST_OPS)
-        counting = counting & is_test
-        m = m + counting.astype(i32)  # leading test instructions (TEST_MAX + 1: too many)
+    # leading test instructions at h (TEST_MAX + 1: too many), before the JUMP itself:
+    # the run of test opcodes from each position (the next other one, a reversed
+    # running minimum, minus the position), read at h
+    stop = jnp.where(_is(c.op, _TEST_OPS), size, idx)
+    run = lax.cummin(stop, reverse=True) - idx
+    m = jnp.where(cand, jnp.minimum(jnp.minimum(at(run, h), idx - h), TEST_MAX + 1), 0)
     cpos = h + m
-    inv = _table(_INVERTED, -1)[jnp.clip(at(c.op, cpos), 0, isa.N_OPS)]
-    e = at(c.arg, cpos)
+    at_c = jnp.stack([c.op, c.arg], axis=1)[jnp.clip(cpos, 0, size - 1)]
+    inv = _table(_INVERTED, -1)[jnp.clip(at_c[:, 0], 0, isa.N_OPS)]
+    e = at_c[:, 1]
     nxt_op, nxt_arg = _shift(c.op, -1, -1), _shift(c.arg, -1, 0)
     falls_to_e = (e == idx + 1) | ((idx + 1 < c.n) & (nxt_op == Op.JUMP) & (nxt_arg == e))
     jump = ~falls_to_e  # a JUMP e after the copy
@@ -416,33 +444,27 @@ def invert_loops(c: _Code) -> _Code:
         return jnp.where(okay & (t >= 0) & (t <= c.n), pos[jnp.clip(t, 0, size)], t)
 
     arg = move(c.arg, valid & _is(c.op, _JUMPS))
-    dests, ops_, args_, lines_ = [], [], [], []
-    for k in range(TEST_MAX + 2):
-        copy = accepted & (k < m)
-        cond = accepted & (k == m)
-        jmp = accepted & jump & (k == m + 1)
-        plain = valid & ~accepted & (k == 0)
-        src = jnp.clip(jnp.minimum(h + k, cpos), 0, size - 1)  # the JUMP e: c's line
-        dests.append(jnp.where(copy | cond | jmp | plain, new_index + k, size))
-        ops_.append(
-            jnp.where(copy, c.op[src], jnp.where(cond, inv, jnp.where(jmp, i32(Op.JUMP), c.op)))
-        )
-        args_.append(
-            jnp.where(
-                copy,
-                c.arg[src],
-                jnp.where(cond, move(cpos + 1, True), jnp.where(jmp, move(e, True), arg)),
-            )
-        )
-        lines_.append(jnp.where(copy | cond | jmp, c.line[src], c.line))  # fmt: skip
-    dest = jnp.concatenate(dests)
-
-    def scatter(parts):
-        return jnp.zeros((size + 1,), i32).at[dest].set(jnp.concatenate(parts))[:size]
-
+    # the old instruction each new position comes from, and the offset in its output
+    mark = jnp.zeros((size + 1,), i32).at[jnp.where(valid, new_index, size)].set(idx)
+    owner = lax.cummax(mark[:size])
+    per = jnp.stack([accepted.astype(i32), m, jnp.clip(jnp.minimum(h, cpos), 0, size - 1),
+                     cpos, inv, move(cpos + 1, True), move(e, True), arg, c.op, c.line,
+                     new_index], axis=1)[owner]  # fmt: skip
+    acc, mo, ho, co, invo, cond_arg, jmp_arg, argo, opo, lineo, starto = (
+        per[:, f] for f in range(per.shape[1])
+    )
+    k = idx - starto
+    acc = acc == 1
+    copy, cond, jmp = acc & (k < mo), acc & (k == mo), acc & (k > mo)
+    src = jnp.clip(jnp.minimum(ho + k, co), 0, size - 1)
+    code = jnp.stack([c.op, c.arg, c.line], axis=1)[src]
+    out = idx < c.n + total
+    op = jnp.where(copy, code[:, 0], jnp.where(cond, invo, jnp.where(jmp, i32(Op.JUMP), opo)))
+    arg = jnp.where(copy, code[:, 1], jnp.where(cond, cond_arg, jnp.where(jmp, jmp_arg, argo)))
+    line = jnp.where(acc, code[:, 2], lineo)
     f = jnp.arange(c.entry.shape[0], dtype=i32)
-    return _Code(scatter(ops_), scatter(args_), scatter(lines_), c.n + total,
-                 move(c.entry, f < c.nf), c.nf)  # fmt: skip
+    return _Code(jnp.where(out, op, 0), jnp.where(out, arg, 0), jnp.where(out, line, 0),
+                 c.n + total, move(c.entry, f < c.nf), c.nf)  # fmt: skip
 
 
 # -- the driver -------------------------------------------------------------------------
@@ -465,8 +487,24 @@ def optimize_one(program: isa.Program, passes: tuple, words: int, max_rounds: in
     c = _Code(*(jnp.asarray(x, i32) for x in (program.op, program.arg, program.line,
                                                program.n_code, program.fn_entry,
                                                program.n_funcs)))  # fmt: skip
-    c = _fixpoint(lambda x: _round(x, passes, words), c, max_rounds)
+    if max_rounds <= UNROLL_ROUNDS:
+        # a few rounds: unrolled, with no test for a change (a round on code that the
+        # round before left unchanged changes nothing, so this is the same Program as the
+        # fixpoint's; under vmap the while_loop would run them for every lane anyway)
+        for _ in range(max_rounds):
+            c = _round(c, passes, words)
+    else:
+        c = _fixpoint(lambda x: _round(x, passes, words), c, max_rounds)
     return program._replace(op=c.op, arg=c.arg, line=c.line, n_code=c.n, fn_entry=c.entry)
+
+
+def level(optimize, passes=None, max_rounds=None) -> tuple[tuple, int]:
+    """(passes, max_rounds) of optimization level ``optimize`` (True or 1: -O1, 2: -O2;
+    see LEVELS), each replaced by the argument when that is not None; passes checked."""
+    if int(optimize) not in LEVELS:
+        raise ValueError(f"unknown optimization level {optimize!r} (known: {sorted(LEVELS)})")
+    p, r = LEVELS[int(optimize)]
+    return check_passes(p if passes is None else passes), r if max_rounds is None else max_rounds
 
 
 def check_passes(passes) -> tuple:

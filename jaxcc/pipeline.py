@@ -52,14 +52,15 @@ class Evaluation(NamedTuple):
     program: isa.Program  # the bytecode, for inspection
 
 
-@functools.partial(jax.jit, static_argnames=("limits", "optimize", "passes"))
-def evaluate(source, length, cases: Cases, limits: Limits = DEFAULT, optimize: bool = False,
-             passes: tuple = optimize_mod.PASSES) -> Evaluation:  # fmt: skip
+@functools.partial(jax.jit, static_argnames=("limits", "optimize", "passes", "max_rounds"))
+def evaluate(source, length, cases: Cases, limits: Limits = DEFAULT, optimize: int = False,
+             passes: tuple | None = None, max_rounds: int | None = None) -> Evaluation:  # fmt: skip
     """Compile every program and run every (program, case) pair; verdicts per program.
 
     source: UInt8[B, N] (N = limits.max_source_bytes), length: Int32[B].
-    ``optimize`` (static): the optimizer as a stage between the compiler and the VM
-    (compiler.compile_arrays'); step budgets then count the optimized code.
+    ``optimize``, ``passes``, ``max_rounds`` (static): the optimizer as a stage between
+    the compiler and the VM (compiler.compile_arrays'; True: -O1, the cheap one-round
+    preset chosen for this loop; 2: -O2); step budgets then count the optimized code.
     Equivalent sequential Python::
 
         for b in range(B):
@@ -69,7 +70,9 @@ def evaluate(source, length, cases: Cases, limits: Limits = DEFAULT, optimize: b
             verdict[b] = (RUNTIME_ERROR if any(r.status != OK for r in results) else
                           WRONG_ANSWER if any(r.value != expected for r in results) else PASS)
     """
-    program, error, _ = compiler.compile_arrays(source, length, limits, optimize, passes)
+    program, error, _ = compiler.compile_arrays(
+        source, length, limits, optimize, passes, max_rounds
+    )
     budget = _budget(error, cases, limits)
     _, per_case = vm.run_tests(
         program, cases.entry, cases.args, cases.expected, limits, budget=budget
@@ -128,8 +131,9 @@ def evaluate_sources(
     limits: Limits = DEFAULT,
     *,
     timeout: float | None = None,
-    optimize: bool = False,
-    passes: tuple = optimize_mod.PASSES,
+    optimize: int = False,
+    passes: tuple | None = None,
+    max_rounds: int | None = None,
     **options,
 ) -> Evaluation:
     """Host convenience: encode sources, build cases, compile on the device, run the
@@ -139,12 +143,13 @@ def evaluate_sources(
     wall-clock seconds of run time (compiles not counted) after which cases still
     running stop with TimeoutError (their programs' verdict: RUNTIME_ERROR), so one
     runaway candidate cannot hold the batch. ``options``: the Driver's (slice_steps,
-    compact, should_stop, ...). ``optimize``, ``passes``: as evaluate's.
+    compact, should_stop, ...). ``optimize``, ``passes``, ``max_rounds``: as evaluate's.
     """
     source, length = lexer.encode(sources, limits)
     cases = make_cases(tests)
-    passes = optimize_mod.check_passes(passes)
-    compiled = compiler.compile_arrays(source, length, limits, optimize, passes)
+    if optimize:
+        passes, max_rounds = optimize_mod.level(optimize, passes, max_rounds)
+    compiled = compiler.compile_arrays(source, length, limits, optimize, passes, max_rounds)
     program, error = compiled[0], compiled[1]
     _, per_case = driver.run_tests(program, cases.entry, cases.args, cases.expected, limits,
                                    _budget(error, cases, limits), timeout=timeout, **options)  # fmt: skip

@@ -16,6 +16,7 @@ optimizer and the VM compile once. The helpers are shared with tests/test_optimi
 
 from __future__ import annotations
 
+import concurrent.futures
 import os
 import random
 
@@ -55,15 +56,24 @@ def lane(program, i: int) -> isa.Program:
     return isa.Program(*(np.asarray(f)[i] for f in program))
 
 
-def device_optimize(program, passes=dopt.PASSES) -> isa.Program:
+def device_optimize(program, passes=dopt.PASSES, max_rounds=dopt.MAX_ROUNDS) -> isa.Program:
     """The device optimizer over a batch of any size, in calls of exactly B programs."""
     n = np.shape(program.op)[0]
     out = []
     for s in range(0, n, B):
         idx = np.arange(s, s + B) % n
-        got = jax.device_get(dopt.optimize(rows(program, idx), LIMITS, passes))
+        got = jax.device_get(dopt.optimize(rows(program, idx), LIMITS, passes, max_rounds))
         out.append(rows(got, np.arange(min(B, n - s))))
     return isa.Program(*(np.concatenate([o[k] for o in out]) for k in range(len(out[0]))))
+
+
+def device_optimize_many(program, variants) -> list[isa.Program]:
+    """device_optimize for each (passes, max_rounds) of ``variants``, from threads: each
+    variant is its own XLA compile, and XLA compiles without holding the GIL, so they
+    overlap on the cores (the tests' time is mostly these compiles)."""
+    workers = max(1, min(len(variants), os.cpu_count() or 1))
+    with concurrent.futures.ThreadPoolExecutor(workers) as ex:
+        return list(ex.map(lambda v: device_optimize(program, *v), variants))
 
 
 def assert_programs_equal(got, want, what: str, sources=None) -> None:
@@ -119,7 +129,7 @@ def check_behaviour(p0, p1, ok, seed: int, jax_vm: bool = True) -> int:
     for i in np.flatnonzero(ok):
         for entry, args in calls(lane(p0, i), rng):
             runs.append((int(i), entry, args))
-    want = {}
+    want, steps = {}, []
     for i, entry, args in runs:
         q0, q1 = lane(p0, i), lane(p1, i)
         a = run_program(q0, LIMITS, entry, args)
@@ -133,8 +143,12 @@ def check_behaviour(p0, p1, ok, seed: int, jax_vm: bool = True) -> int:
         )
         assert int(b.steps) <= int(a.steps) or int(a.status) == Code.TIMEOUT, (i, entry, args)
         want[(i, entry, tuple(args))] = outcome(b, None, q1)
+        steps.append(int(a.steps))
     if not jax_vm:
         return len(runs)
+    # the JAX VM runs a call until its longest lane stops: runs in order of their steps
+    # put the long ones (a TimeoutError's whole budget) into as few calls as possible
+    runs = [runs[j] for j in np.argsort(steps, kind="stable")]
     for s in range(0, len(runs), LANES):
         chunk = [runs[(s + j) % len(runs)] for j in range(LANES)]
         idx = [r[0] for r in chunk]
@@ -152,11 +166,20 @@ def check_behaviour(p0, p1, ok, seed: int, jax_vm: bool = True) -> int:
 
 
 def check_sources(sources: list[str], seed: int) -> None:
+    """-O2 (every pass to a fixpoint) and -O1 (the loop's preset: one round): the device
+    optimizer equals the reference, and the code behaves as the compiler's (-O1's on the
+    reference interpreter)."""
     p0, codes = compile_ref(sources)
     ok = codes == Code.OK
     p1 = ropt.optimize(p0)
-    assert_programs_equal(device_optimize(p0), p1, "device vs reference", sources)
+    o1 = dopt.LEVELS[1]
+    q1 = ropt.optimize(p0, *o1)
+    got, got_o1 = device_optimize_many(p0, [(dopt.PASSES, dopt.MAX_ROUNDS), o1])
+    assert_programs_equal(got, p1, "device vs reference", sources)
+    assert_programs_equal(got_o1, q1, "device vs reference, -O1", sources)
     assert check_behaviour(p0, p1, ok, seed) > 0
+    # -O1 on the reference interpreter (the JAX VM runs the same opcodes at -O2 above)
+    assert check_behaviour(p0, q1, ok, seed + 100, jax_vm=False) > 0
     # the compare-and-branch rule fires on these programs (so the runs above cover it)
     valid = np.arange(np.shape(p1.op)[1])[None, :] < np.asarray(p1.n_code)[:, None]
     assert np.isin(np.asarray(p1.op)[valid], isa.COMPARE_JUMP_OPS).sum() > 0
@@ -179,8 +202,9 @@ def test_single_passes_off_equal_reference():
     same passes (and the code still behaves the same, on the reference interpreter)."""
     sources = collect(programs(), 16)
     p0, codes = compile_ref(sources)
-    for off in dopt.PASSES:
-        passes = tuple(p for p in dopt.PASSES if p != off)
+    variants = [(tuple(p for p in dopt.PASSES if p != off), dopt.MAX_ROUNDS) for off in dopt.PASSES]
+    for off, (passes, _), got in zip(dopt.PASSES, variants, device_optimize_many(p0, variants),
+                                     strict=True):  # fmt: skip
         p1 = ropt.optimize(p0, passes)
-        assert_programs_equal(device_optimize(p0, passes), p1, f"without {off}", sources)
+        assert_programs_equal(got, p1, f"without {off}", sources)
         check_behaviour(p0, p1, codes == Code.OK, 3, jax_vm=False)

@@ -8,6 +8,8 @@ The generated-program tests are property_tests/test_optimize_vs_reference.py."""
 
 from __future__ import annotations
 
+import concurrent.futures
+import functools
 import glob
 import os
 
@@ -27,7 +29,7 @@ from property_tests.test_optimize_vs_reference import (
     assert_programs_equal,
     check_behaviour,
     compile_ref,
-    device_optimize,
+    device_optimize_many,
     lane,
 )
 
@@ -349,15 +351,31 @@ def _loops_program(size: int) -> isa.Program:
                        np.array([2, 0], np.int32), f, np.int32(1))  # fmt: skip
 
 
-@pytest.mark.parametrize("size, inverted", [(20, 0), (21, 0), (22, 1), (23, 1), (24, 2)])
+FITS = [(20, 0), (21, 0), (22, 1), (23, 1), (24, 2)]
+
+
+@functools.cache
+def _invert_on_device() -> dict:
+    """The device optimizer (invert alone) on _loops_program(size), batched, for every
+    size of FITS: one XLA compile per size, made concurrently from threads."""
+
+    def one(size):
+        batch = isa.Program(*(np.stack([np.asarray(x)] * 2) for x in _loops_program(size)))
+        return jax.device_get(dopt.optimize(batch, LIMITS, ("invert",)))
+
+    sizes = [size for size, _ in FITS]
+    with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 1) as ex:
+        return dict(zip(sizes, ex.map(one, sizes), strict=True))
+
+
+@pytest.mark.parametrize("size, inverted", FITS)
 def test_invert_only_while_the_code_fits(size, inverted):
     p0 = _loops_program(size)
     p1 = ropt.optimize(p0, ("invert",))
     assert int(p1.n_code) == 20 + 2 * inverted
     ops = [Op(int(o)) for o in p1.op[: int(p1.n_code)]]
     assert ops.count(Op.JUMP) == 2 - inverted and ops.count(Op.JUMP_IF_LT) == inverted
-    batch = isa.Program(*(np.stack([np.asarray(x)] * 2) for x in p0))
-    got = jax.device_get(dopt.optimize(batch, LIMITS, ("invert",)))
+    got = _invert_on_device()[size]
     assert_programs_equal(got, isa.Program(*(np.stack([np.asarray(x)] * 2) for x in p1)),
                           f"size {size}")  # fmt: skip
     r0, r1 = run_program(p0, LIMITS), run_program(p1, LIMITS)
@@ -396,14 +414,21 @@ ALL_SOURCES = (
 
 
 def test_hand_cases_device_equals_reference_and_behave_the_same():
+    """-O2 (every pass to a fixpoint), -O1 (the loop's preset) and some passes alone: the
+    device optimizer equals the reference (the variants compiled concurrently), and the
+    -O2 and -O1 code behaves as the compiler's (-O1's on the reference interpreter)."""
     p0, codes = compile_ref(ALL_SOURCES)
     assert (codes == Code.OK).all()
-    p1 = ropt.optimize(p0)
-    assert_programs_equal(device_optimize(p0), p1, "hand cases", ALL_SOURCES)
-    assert check_behaviour(p0, p1, codes == Code.OK, 5) > 50
-    # and each pass alone
-    for only in (dopt.PASSES[0], "cmpjump", "loadvar2", "invert"):
-        assert_programs_equal(device_optimize(p0, (only,)), ropt.optimize(p0, (only,)), only)
+    alone = [((only,), dopt.MAX_ROUNDS) for only in (dopt.PASSES[0], "cmpjump", "loadvar2",
+                                                     "invert")]  # fmt: skip
+    variants = [(dopt.PASSES, dopt.MAX_ROUNDS), dopt.LEVELS[1], *alone]
+    got = device_optimize_many(p0, variants)
+    want = [ropt.optimize(p0, *v) for v in variants]
+    for v, g, w in zip(variants, got, want, strict=True):
+        assert_programs_equal(g, w, f"hand cases {v}", ALL_SOURCES)
+    assert check_behaviour(p0, want[0], codes == Code.OK, 5) > 50
+    # -O1 on the reference interpreter (its opcodes run on both VMs in the -O2 runs)
+    assert check_behaviour(p0, want[1], codes == Code.OK, 6, jax_vm=False) > 50
 
 
 def example_sources() -> list[str]:
@@ -413,27 +438,45 @@ def example_sources() -> list[str]:
 def test_examples_device_equals_reference_and_run_the_same():
     sources = example_sources()
     p0, codes = compile_ref(sources)
-    p1 = ropt.optimize(p0)
-    assert_programs_equal(device_optimize(p0), p1, "examples", sources)
-    assert int(p1.n_code.sum()) < int(p0.n_code.sum())
+    variants = [(dopt.PASSES, dopt.MAX_ROUNDS), dopt.LEVELS[1]]  # -O2, -O1
+    optimized = [ropt.optimize(p0, *v) for v in variants]
+    for v, got, p1 in zip(variants, device_optimize_many(p0, variants), optimized, strict=True):
+        assert_programs_equal(got, p1, f"examples {v}", sources)
+        assert int(p1.n_code.sum()) < int(p0.n_code.sum())
     lim = LIMITS._replace(max_steps=3_000_000, max_output=512)
     for i in np.flatnonzero(codes == Code.OK):
         if "bits" in sources[i] or "primes" in sources[i]:
             continue  # the longest runs (seconds on the reference interpreter)
-        a, b = run_program(lane(p0, i), lim), run_program(lane(p1, i), lim)
-        for f in ("status", "line", "n_out", "out_val", "out_kind"):
-            assert np.array_equal(getattr(a, f), getattr(b, f)), (i, f)
-        assert int(b.steps) <= int(a.steps)
+        a = run_program(lane(p0, i), lim)
+        for p1 in optimized:
+            b = run_program(lane(p1, i), lim)
+            for f in ("status", "line", "n_out", "out_val", "out_kind"):
+                assert np.array_equal(getattr(a, f), getattr(b, f)), (i, f)
+            assert int(b.steps) <= int(a.steps)
 
 
 def test_unbatched_and_jitted_vmap_equal_batched():
-    p0, _ = compile_ref(ALL_SOURCES[:4])
-    batched = jax.device_get(dopt.optimize(p0, LIMITS))
-    one = jax.device_get(dopt.optimize(lane(p0, 2), LIMITS))
-    for name in isa.Program._fields:
-        assert np.array_equal(np.asarray(getattr(one, name)), np.asarray(getattr(batched, name))[2])
-    under = jax.jit(jax.vmap(lambda p: dopt.optimize(p, LIMITS)))(p0)
-    assert_programs_equal(jax.device_get(under), batched, "vmap under jit")
+    """At -O2 (the while_loop of rounds) and -O1 (one unrolled round). The batch is 32
+    programs, device_optimize's shape, so its compiles are the other tests' (the
+    unbatched and vmap-under-jit ones, compiled here, run from threads)."""
+    p0, _ = compile_ref(ALL_SOURCES[:32])
+    levels = ((dopt.PASSES, dopt.MAX_ROUNDS), dopt.LEVELS[1])
+    calls = []
+    for v in levels:
+        calls += [
+            lambda v=v: dopt.optimize(p0, LIMITS, *v),
+            lambda v=v: dopt.optimize(lane(p0, 2), LIMITS, *v),
+            lambda v=v: jax.jit(jax.vmap(lambda p: dopt.optimize(p, LIMITS, *v)))(p0),
+        ]
+    with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 1) as ex:
+        out = list(ex.map(lambda f: jax.device_get(f()), calls))
+    for k, v in enumerate(levels):
+        batched, one, under = out[3 * k : 3 * k + 3]
+        for name in isa.Program._fields:
+            assert np.array_equal(
+                np.asarray(getattr(one, name)), np.asarray(getattr(batched, name))[2]
+            )
+        assert_programs_equal(under, batched, f"vmap under jit {v}")
 
 
 def test_no_passes_is_the_identity_and_unknown_passes_are_refused():
@@ -444,13 +487,19 @@ def test_no_passes_is_the_identity_and_unknown_passes_are_refused():
     with pytest.raises(ValueError, match="unknown optimizer passes"):
         ropt.optimize(p0, ("magic",))
     assert dopt.PASSES == ropt.PASSES == cli.OPT_PASSES and dopt.MAX_ROUNDS == ropt.MAX_ROUNDS
+    assert dopt.LEVELS == cli.OPT_LEVELS == {1: (dopt.O1_PASSES, dopt.O1_ROUNDS),
+                                             2: (dopt.PASSES, dopt.MAX_ROUNDS)}  # fmt: skip
+    assert dopt.level(True) == dopt.LEVELS[1] and dopt.level(2, ("fold",)) == (("fold",), 32)
+    with pytest.raises(ValueError, match="unknown optimization level"):
+        dopt.level(3)
 
 
 def test_cli_levels_and_passes(tmp_path, capsys):
     path = tmp_path / "p.py"
     path.write_text("def f(a):\n    x = a * 1\n    return x\nprint(f(2 + 3))\nprint(1 // 0)\n")
     out = {}
-    for flags in ([], ["-O0"], ["-O1", "--no-pass", "fold"], ["--passes", "thread,deadstore"]):
+    for flags in ([], ["-O0"], ["-O2"], ["-O1", "--no-pass", "fold"],
+                  ["--passes", "thread,deadstore"]):  # fmt: skip
         assert cli.main(["dis", "--compiler", "python", *flags, str(path)]) == 0
         out[tuple(flags)] = capsys.readouterr().out
         assert cli.main(["run", "--compiler", "python", "--vm", "python", *flags, str(path)]) == 1
@@ -459,9 +508,12 @@ def test_cli_levels_and_passes(tmp_path, capsys):
             "ZeroDivisionError: integer division or modulo by zero"
         )
         assert "line 5" in res.err
-    full, none = out[()], out[("-O0",)]
-    assert "STORE_VAR" in none and "STORE_VAR" not in full and "MUL" not in full
-    assert "LOAD_CONST               5" in full and "LOAD_CONST               5" not in none
+    none = out[("-O0",)]
+    for full in (out[()], out[("-O2",)]):  # -O1 (the default) and -O2
+        assert "STORE_VAR" in none and "STORE_VAR" not in full and "MUL" not in full
+        assert "LOAD_CONST               5" in full and "LOAD_CONST               5" not in none
+    # -O2 also deletes the unreachable LOAD_CONST 0; RETURN_VALUE after f's return
+    assert out[()].count("RETURN_VALUE") == out[("-O2",)].count("RETURN_VALUE") + 1
     assert "LOAD_CONST               5" not in out[("-O1", "--no-pass", "fold")]
     assert "MUL" in out[("--passes", "thread,deadstore")]
     with pytest.raises(SystemExit, match="unknown optimizer pass 'magic'"):
@@ -484,9 +536,10 @@ def test_compile_many_and_the_loop_optimize_on_the_device():
     raises = "def f(n: int) -> int:\n    return n // (1 - 1)\n"
     sources = [sq, slow, wrong, raises, *ALL_SOURCES[:10]]
     sources += ["pass\n"] * (64 - len(sources))
-    got, _, _ = compiler.compile_many(sources, PIPELINE, optimize=True)
+    got, _, _ = compiler.compile_many(sources, PIPELINE, optimize=True)  # -O1
     want, _, _ = ref_compiler.compile_many(sources, PIPELINE)
-    assert_programs_equal(jax.tree.map(np.asarray, got), ropt.optimize(want), "compile_many")
+    assert_programs_equal(jax.tree.map(np.asarray, got), ropt.optimize(want, *dopt.LEVELS[1]),
+                          "compile_many")  # fmt: skip
     cases = [((3, 0, 0), 9), ((-4, 0, 0), 16), ((2, 0, 0), 4), ((0, 0, 0), 0)]
     tests = [(1, cases)] * 4 + [(0, [])] * 60
     e0 = pipeline.evaluate_sources(sources, tests, PIPELINE, timeout=20.0)

@@ -9,8 +9,9 @@ specification below (docs/middle_end.md, section 7).
 Input: bytecode as the compilers emit it (jaxcc.compiler or jaxcc.reference.compiler).
 On other bytecode the result is some Program of the same shapes, without any promise.
 
-The optimizer runs rounds until a round changes nothing (at most ``MAX_ROUNDS``). One
-round, each step reading the code that the step before left:
+The optimizer runs rounds until a round changes nothing (at most ``max_rounds``, by
+default ``MAX_ROUNDS``; the -O1 preset of jaxcc.optimize.LEVELS runs one round, -O2 every
+pass with MAX_ROUNDS). One round, each step reading the code that the step before left:
 
 1. ``thread`` (jump threading): every jump instruction's target is replaced, reading the
    code as it was at the start of this step:
