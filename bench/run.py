@@ -278,16 +278,17 @@ def compile_fn(limits, optimize: int = False, passes=None, max_rounds=None):
     return f
 
 
-def loop_fn(limits, optimize: int = False, passes=None, max_rounds=None):
+def loop_fn(limits, optimize: int = False, passes=None, max_rounds=None, backend: str = "xla"):
     """source + tests -> (passed Bool[B], per_case, error code): the whole loop (with
-    ``optimize``: the optimizer between the compiler and the VM, as compile_fn's)."""
+    ``optimize``: the optimizer between the compiler and the VM, as compile_fn's;
+    ``backend``: the VM's, "xla" or "pallas")."""
     from jaxcc import vm
 
     comp = compile_fn(limits, optimize, passes, max_rounds)
 
     def f(src, length, entry, args, expected):
         prog, err = comp(src, length)
-        passed, per_case = vm.run_tests(prog, entry, args, expected, limits)
+        passed, per_case = vm.run_tests(prog, entry, args, expected, limits, backend=backend)
         return passed & (err.code == 0), per_case, err.code
 
     return f
@@ -464,12 +465,20 @@ LOOP_NEEDS = ("jaxcc.lexer:lex", "jaxcc.parser:parse", "jaxcc.middle:middle_end"
 @register("loop", needs=LOOP_NEEDS)
 def bench_loop(ctx: Ctx):
     """The whole compile-run-test loop on the device (source and tests in, verdicts out):
-    programs/s; `agree` counts programs whose verdict equals CPython's."""
+    programs/s; `agree` counts programs whose verdict equals CPython's. With
+    ``--vm-backends xla,pallas`` also the loop with the Pallas VM kernel (rows
+    `loop_pallas`)."""
+    for backend in ctx.args.vm_backends:
+        _bench_loop(ctx, backend)
+
+
+def _bench_loop(ctx: Ctx, backend: str) -> None:
     import jax
 
+    name = "loop" if backend == "xla" else f"loop_{backend}"
     for size in ctx.sizes():
         lim = ctx.limits(size)
-        jitted = jax.jit(loop_fn(lim))
+        jitted = jax.jit(loop_fn(lim, backend=backend))
         wants: dict = {}
 
         def make(b, size=size, wants=wants):
@@ -485,7 +494,7 @@ def bench_loop(ctx: Ctx):
                 "tests_per_program": int(args[3].shape[1]),
             }
 
-        sweep(ctx, "loop", size, make, jitted, work, "programs/s")
+        sweep(ctx, name, size, make, jitted, work, "programs/s")
 
 
 BREAKDOWN_NEEDS = LOOP_NEEDS + (
@@ -1270,6 +1279,11 @@ def parse_args(argv=None):
         "--entry-budget-s", type=float, default=None, help="stop an entry's sweeps after this long"
     )
     p.add_argument("--seed", type=int, default=0, help="corpus seed")
+    p.add_argument(
+        "--vm-backends",
+        default="xla",
+        help="the loop entry's VM backends, comma-separated (xla, pallas)",
+    )
     p.add_argument("--opt-levels", default="1",
                    help="optimize entry: optimizer levels or presets, e.g. 1,2,tcdli:1 (1: the "
                    "-O1 preset the loop uses, rows loop_O1; 2: every pass to a fixpoint, rows "
@@ -1295,6 +1309,7 @@ def parse_args(argv=None):
     a.entry_budget_s = a.entry_budget_s or (300.0 if q else 420.0)
     a.n_corpus = a.n_corpus or (32 if q else 512)
     a.opt_levels = [x for x in str(a.opt_levels).split(",") if x]
+    a.vm_backends = [x for x in str(a.vm_backends).split(",") if x]
     a.out = os.path.abspath(a.out)
     return a
 

@@ -21,7 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxcc import compiler, driver, isa, lexer, vm
+from jaxcc import compiler, driver, isa, lexer, vm, vm_pallas
 from jaxcc import optimize as optimize_mod
 from jaxcc.errors import Code, Error
 from jaxcc.limits import DEFAULT, Limits
@@ -52,15 +52,20 @@ class Evaluation(NamedTuple):
     program: isa.Program  # the bytecode, for inspection
 
 
-@functools.partial(jax.jit, static_argnames=("limits", "optimize", "passes", "max_rounds"))
+@functools.partial(
+    jax.jit, static_argnames=("limits", "optimize", "passes", "max_rounds", "backend")
+)
 def evaluate(source, length, cases: Cases, limits: Limits = DEFAULT, optimize: int = False,
-             passes: tuple | None = None, max_rounds: int | None = None) -> Evaluation:  # fmt: skip
+             passes: tuple | None = None, max_rounds: int | None = None,
+             backend: str = "auto") -> Evaluation:  # fmt: skip
     """Compile every program and run every (program, case) pair; verdicts per program.
 
     source: UInt8[B, N] (N = limits.max_source_bytes), length: Int32[B].
     ``optimize``, ``passes``, ``max_rounds`` (static): the optimizer as a stage between
     the compiler and the VM (compiler.compile_arrays'; True: -O1, the cheap one-round
     preset chosen for this loop; 2: -O2); step budgets then count the optimized code.
+    ``backend`` (static): the VM's, "xla", "pallas" or "auto" (the Pallas kernel on a
+    GPU, XLA elsewhere; the same results either way: vm_pallas).
     Equivalent sequential Python::
 
         for b in range(B):
@@ -75,8 +80,9 @@ def evaluate(source, length, cases: Cases, limits: Limits = DEFAULT, optimize: i
     )
     budget = _budget(error, cases, limits)
     _, per_case = vm.run_tests(
-        program, cases.entry, cases.args, cases.expected, limits, budget=budget
-    )
+        program, cases.entry, cases.args, cases.expected, limits, budget=budget,
+        backend=vm_pallas.resolve(backend),
+    )  # fmt: skip
     return _judge(program, error, per_case, cases)
 
 

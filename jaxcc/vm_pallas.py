@@ -321,6 +321,14 @@ def _kernel(lay: vm.Layout, limits: Limits, n_i: int, block: int, inner_steps: i
     return kernel
 
 
+def resolve(backend: str) -> str:
+    """A VM backend name for vm.run / run_tests / the loop: "auto" is "pallas" where JAX's
+    default backend is a GPU, else "xla"; "xla" and "pallas" stay as they are."""
+    if backend == "auto":
+        return "pallas" if jax.default_backend() in ("gpu", "cuda") else "xla"
+    return backend
+
+
 def _block_size(n: int, block: int) -> int:
     """``block``, or for a small batch the power of two that holds it (at least one warp:
     in a block narrower than a warp Triton replicates each lane over several threads)."""
