@@ -120,8 +120,8 @@ def tree_fixpoint(step, init, max_rounds: int):
 
     def body(c):
         x, _, k = c
-        x = lax.fori_loop(0, 3, lambda _, v: step(v), x)
-        y = step(x)
+        # four steps, keeping the last two to compare (``step`` traced once)
+        x, y = lax.fori_loop(0, 4, lambda _, v: (v[1], step(v[1])), (x, x))
         return y, jnp.any(y != x), k + 4
 
     return lax.while_loop(cond, body, (init, jnp.bool_(True), jnp.int32(0)))[0]
@@ -164,22 +164,42 @@ def pick(cands: list[Cand]) -> Err:
 
 
 def pick_node(cands: list[Cand]):
-    """``pick``, and the node the chosen error is at (-1 when there is none)."""
-    best = (jnp.int32(BIG), no_err(), jnp.int32(-1))
-    for c in cands:
-        n = c.mask.shape[0]
+    """``pick``, and the node the chosen error is at (-1 when there is none).
+
+    The smallest (key, candidate, node), found with three reductions over the nodes
+    whatever the number of candidates (first the smallest key at each node and the first
+    candidate holding it, elementwise): the same choice as one argmin per candidate,
+    from a smaller program for XLA, and no [candidates, N] array."""
+    best = w = None
+    for i, c in enumerate(cands):
         key = jnp.where(c.mask, c.keys[0] * 64 + c.keys[1], BIG)
-        j = jnp.argmin(key).astype(I32)
-        k = key[j]
-        det = jnp.broadcast_to(jnp.asarray(c.detail, I32), (n,))[j]
-        e = Err(jnp.int32(c.code), c.line[j], c.col[j], det)
-        take = k < best[0]
-        best = (
-            jnp.where(take, k, best[0]),
-            Err(*(jnp.where(take, x, y) for x, y in zip(e, best[1], strict=True))),
-            jnp.where(take, j, best[2]),
-        )
-    return best[1], best[2]
+        if best is None:
+            best, w = key, jnp.zeros(key.shape, I32)
+        else:
+            less = key < best
+            best, w = jnp.where(less, key, best), jnp.where(less, i, w)
+    k = jnp.min(best)
+    at_k = best == k
+    which = jnp.min(jnp.where(at_k, w, len(cands)))
+    j = jnp.argmax(at_k & (w == which)).astype(I32)
+    ok = k < BIG
+
+    def choose(vals):
+        """vals[which] (0 when there is no error): one int or Int32[N] per candidate,
+        each distinct array read once, at node j."""
+        seen: dict[int, object] = {}
+        col = []
+        for v in vals:
+            if id(v) not in seen:
+                x = jnp.asarray(v, I32)
+                seen[id(v)] = x if x.ndim == 0 else x[j]
+            col.append(seen[id(v)])
+        x = col[0] if len(col) == 1 else jnp.stack(col)[which]
+        return jnp.where(ok, x, 0)
+
+    # Cand fields code, line, col, detail
+    err = Err(*(choose([c[f] for c in cands]) for f in (1, 3, 4, 2)))
+    return err, jnp.where(ok, j, -1)
 
 
 def first_of(*errs: Err) -> Err:

@@ -290,13 +290,14 @@ def _solve(f: _Facts, sc):
     def step(c):
         st, (sv, sr), stage, done = c
         new = _round(f, sc, st, (sv, sr))
-        changed = jnp.any(new[0] != st[0]) | jnp.any(new[1] != st[1]) | jnp.any(new[2] != st[2])
+        # one reduction, not three (all three are [N])
+        changed = jnp.any((new[0] != st[0]) | (new[1] != st[1]) | (new[2] != st[2]))
         var, ret = new[1], new[2]
         want_v = jnp.where(stage == 0, f.is_param, jnp.where(stage == 2, f.is_var_rep, False)) & (
             var == BOT
         )
         want_r = (stage == 1) & sc.is_fn & (ret == BOT)
-        seeding = ~changed & (jnp.any(want_v) | jnp.any(want_r))
+        seeding = ~changed & jnp.any(want_v | want_r)
         sv = jnp.where(seeding & want_v, M_INT, sv)
         sr = jnp.where(seeding & want_r, M_INT, sr)
         advance = ~changed & ~seeding
