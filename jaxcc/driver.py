@@ -48,7 +48,7 @@ from typing import NamedTuple
 import jax
 import numpy as np
 
-from jaxcc import isa, vm
+from jaxcc import isa, vm, vm_pallas
 from jaxcc.errors import Code
 from jaxcc.limits import DEFAULT, Limits
 
@@ -117,6 +117,9 @@ class Driver:
     inner_steps, unroll: as in ``vm.run`` (inner_steps becomes gcd(S, inner_steps) when
         S is not a multiple of it). None of S, compaction, inner_steps, unroll changes a
         result.
+    backend: the VM's for each slice, "xla" (``vm.advance``), "pallas"
+        (``vm_pallas.advance``: one kernel launch per slice) or "auto" (the kernel on a
+        GPU, XLA elsewhere); the same results.
     """
 
     def __init__(
@@ -134,6 +137,7 @@ class Driver:
         unroll: int = 1,
         should_stop: Callable[[], bool] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        backend: str = "auto",
     ):
         if slice_steps is not None and slice_steps < 1:
             raise ValueError(f"slice_steps must be >= 1: {slice_steps}")
@@ -147,6 +151,9 @@ class Driver:
         self.fixed = slice_steps
         self.inner = int(np.gcd(slice_steps, inner_steps)) if slice_steps else inner_steps
         self.unroll = unroll
+        self.backend = vm_pallas.resolve(backend)
+        if self.backend not in vm.BACKENDS:
+            raise ValueError(f"backend must be auto or one of {vm.BACKENDS}: {backend!r}")
         self.timeout = timeout
         self.slice_s = slice_s
         self.should_stop = should_stop
@@ -205,8 +212,9 @@ class Driver:
 
     def _advance(self, steps: int) -> None:
         state = vm.State(self.tables, self._cur)
-        self._cur = vm.advance(state, self.limits, steps, inner_steps=self.inner,
-                               unroll=self.unroll).lanes  # fmt: skip
+        advance = vm_pallas.advance if self.backend == "pallas" else vm.advance
+        self._cur = advance(state, self.limits, steps, inner_steps=self.inner,
+                            unroll=self.unroll).lanes  # fmt: skip
 
     def _warm_up(self) -> None:
         """Compile this batch shape (a call with zero steps), timed apart."""

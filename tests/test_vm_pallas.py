@@ -228,3 +228,21 @@ def test_slices_equal_xla_slices():
             if not np.any(np.asarray(vm.status(b)) == Code.RUNNING):
                 break
         assert_results_equal(vm.finish(b, lim), want_final)
+
+
+def test_driver_on_the_kernel_equals_vm_run():
+    """jaxcc.driver's slices on the kernel (backend="pallas": what `jaxcc run` and the
+    loop's host wrapper use on a GPU), with compaction to smaller tiers, end exactly where
+    one XLA vm.run ends; an unknown backend is an error."""
+    from jaxcc import driver
+
+    cases = hand.CASES[:24]
+    batch = hand.stack_programs([c[1] for c in cases])
+    entry = np.array([c[2] for c in cases], np.int32)
+    args = np.stack([hand.pad_args(c[3]) for c in cases])
+    want = vm.run(batch, hand.SMALL, entry=entry, args=args)
+    got = driver.run(batch, hand.SMALL, entry, args, slice_steps=40, ratio=2, smallest=8,
+                     backend="pallas")  # fmt: skip
+    assert_results_equal(got, want, [c[0] for c in cases])
+    with pytest.raises(ValueError, match="backend"):
+        driver.Driver(vm.start(batch, hand.SMALL, entry, args), hand.SMALL, backend="cuda")
