@@ -21,6 +21,24 @@ VARIANTS = {
 }
 
 
+def gather_kernel(k) -> None:
+    """Compile and run a toy kernel k(t_ref Int32[64, 4], x_ref Int32[128], o_ref
+    Int32[4, 128]) that gathers from t by per-lane indices."""
+    import jax
+    import jax.numpy as jnp
+    from jax.experimental import pallas as pl
+    from jax.experimental.pallas import triton as plt
+
+    t = jnp.arange(256, dtype=jnp.int32).reshape(64, 4)
+    x = jnp.zeros(128, jnp.int32)
+    o = pl.pallas_call(
+        k,
+        out_shape=jax.ShapeDtypeStruct((4, 128), jnp.int32),
+        compiler_params=plt.CompilerParams(num_warps=4),
+    )(t, x)
+    jax.block_until_ready(o)
+
+
 def child(name: str) -> None:
     import jax
     import jax.numpy as jnp
@@ -56,15 +74,7 @@ def child(name: str) -> None:
 
             o_ref[0, :] = jax.lax.fori_loop(0, 8, body, x_ref[...])
 
-        t = jnp.arange(256, dtype=jnp.int32).reshape(64, 4)
-        x = jnp.zeros(128, jnp.int32)
-        o = pl.pallas_call(
-            k,
-            out_shape=jax.ShapeDtypeStruct((4, 128), jnp.int32),
-            compiler_params=plt.CompilerParams(num_warps=4),
-        )(t, x)
-        jax.block_until_ready(o)
-        return
+        return gather_kernel(k)
     if v == "while_refs":  # scf.while carrying the refs (Pallas' while lowering does)
 
         def k(t_ref, x_ref, o_ref):
@@ -82,15 +92,7 @@ def child(name: str) -> None:
 
             o_ref[0, :] = jax.lax.while_loop(cond, body, (0, x_ref[...]))[1]
 
-        t = jnp.arange(256, dtype=jnp.int32).reshape(64, 4)
-        x = jnp.zeros(128, jnp.int32)
-        o = pl.pallas_call(
-            k,
-            out_shape=jax.ShapeDtypeStruct((4, 128), jnp.int32),
-            compiler_params=plt.CompilerParams(num_warps=4),
-        )(t, x)
-        jax.block_until_ready(o)
-        return
+        return gather_kernel(k)
     from bench.pallas_probe import _hand
     from jaxcc import vm, vm_pallas
 

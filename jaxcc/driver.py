@@ -152,7 +152,7 @@ class Driver:
         self.inner = int(np.gcd(slice_steps, inner_steps)) if slice_steps else inner_steps
         self.unroll = unroll
         self.backend = vm_pallas.resolve(backend)
-        if self.backend not in vm.BACKENDS:
+        if self.backend not in vm.BACKENDS:  # checked here, not at the first slice
             raise ValueError(f"backend must be auto or one of {vm.BACKENDS}: {backend!r}")
         self.timeout = timeout
         self.slice_s = slice_s
@@ -212,9 +212,8 @@ class Driver:
 
     def _advance(self, steps: int) -> None:
         state = vm.State(self.tables, self._cur)
-        advance = vm_pallas.advance if self.backend == "pallas" else vm.advance
-        self._cur = advance(state, self.limits, steps, inner_steps=self.inner,
-                            unroll=self.unroll).lanes  # fmt: skip
+        self._cur = vm.advance(state, self.limits, steps, inner_steps=self.inner,
+                               unroll=self.unroll, backend=self.backend).lanes  # fmt: skip
 
     def _warm_up(self) -> None:
         """Compile this batch shape (a call with zero steps), timed apart."""

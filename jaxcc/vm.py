@@ -1307,6 +1307,7 @@ def advance(
     *,
     inner_steps: int = 16,
     unroll: int = 1,
+    backend: str = "xla",
 ) -> State:
     """Every running lane of ``state`` makes at most ``steps`` more steps (None: until
     every lane has stopped, i.e. the rest of ``run`` in one call).
@@ -1316,17 +1317,29 @@ def advance(
     running (checked between those loops, as in ``run``). ``steps`` is a traced value, so
     changing it does not recompile. Stopped lanes never change, so any sequence of
     advances ends in exactly the state one ``run`` ends in. The lanes of ``state`` are
-    donated: use the returned state, not the one passed in.
+    donated: use the returned state, not the one passed in. ``backend``: as in ``run``
+    ("pallas": one kernel launch per call, ``vm_pallas.advance``).
     """
-    if steps is None:
-        chunks = INT_MAX
-    else:
-        if steps < 0:
-            raise ValueError(f"steps must be >= 0: {steps}")
-        inner_steps = math.gcd(steps, inner_steps)
-        chunks = steps // inner_steps
-    lanes = _advance(state.tables, state.lanes, np.int32(chunks), limits, inner_steps, unroll)
+    if backend == "pallas":
+        from jaxcc import vm_pallas  # it imports this module
+
+        return vm_pallas.advance(state, limits, steps, inner_steps=inner_steps, unroll=unroll)
+    if backend != "xla":
+        raise ValueError(f"backend must be one of {BACKENDS}: {backend!r}")
+    inner_steps, chunks = slice_chunks(steps, inner_steps)
+    lanes = _advance(state.tables, state.lanes, chunks, limits, inner_steps, unroll)
     return State(state.tables, lanes)
+
+
+def slice_chunks(steps: int | None, inner_steps: int) -> tuple[int, np.int32]:
+    """How ``advance`` splits ``steps`` (None: no limit) into loops of a fixed count:
+    (the inner loop's steps, gcd(steps, inner_steps); the number of loops, Int32)."""
+    if steps is None:
+        return inner_steps, np.int32(INT_MAX)
+    if steps < 0:
+        raise ValueError(f"steps must be >= 0: {steps}")
+    inner_steps = math.gcd(steps, inner_steps)
+    return inner_steps, np.int32(steps // inner_steps)
 
 
 @functools.partial(jax.jit, static_argnames=("limits",))

@@ -325,8 +325,13 @@ def resolve(backend: str) -> str:
     """A VM backend name for vm.run / run_tests / the loop: "auto" is "pallas" where JAX's
     default backend is a GPU, else "xla"; "xla" and "pallas" stay as they are."""
     if backend == "auto":
-        return "pallas" if jax.default_backend() in ("gpu", "cuda") else "xla"
+        return "xla" if _interpret_here() else "pallas"
     return backend
+
+
+def _interpret_here() -> bool:
+    """No GPU behind JAX's default backend: the kernel can only run in interpret mode."""
+    return jax.default_backend() not in ("gpu", "cuda")
 
 
 def _block_size(n: int, block: int) -> int:
@@ -355,7 +360,7 @@ def advance_lanes(
     or for at most ``chunks`` (Int32 scalar, may be traced) loops of ``inner_steps`` steps,
     in one pallas_call; returns the lanes as vm's loop would leave them."""
     if interpret is None:
-        interpret = jax.default_backend() not in ("gpu", "cuda")
+        interpret = _interpret_here()
     lay = vm.layout(limits)
     n = lanes.pid.shape[0]
     bl = _block_size(n, block)
@@ -485,16 +490,8 @@ def advance(state: vm.State, limits: Limits = DEFAULT, steps: int | None = None,
     steps (None: until it stops), in one kernel launch; the same chunking of ``steps``
     into loops of ``inner_steps`` as ``vm.advance``, so the same final states (stopped
     lanes never change). ``steps`` is traced: changing it does not recompile."""
-    if steps is None:
-        chunks = vm.INT_MAX
-    else:
-        if steps < 0:
-            raise ValueError(f"steps must be >= 0: {steps}")
-        inner_steps = math.gcd(steps, inner_steps)
-        chunks = steps // inner_steps
-    if interpret is None:
-        interpret = jax.default_backend() not in ("gpu", "cuda")
-    lanes = _advance(state.tables, state.lanes, np.int32(chunks), limits, inner_steps, unroll,
+    inner_steps, chunks = vm.slice_chunks(steps, inner_steps)
+    lanes = _advance(state.tables, state.lanes, chunks, limits, inner_steps, unroll,
                      block, num_warps, interpret)  # fmt: skip
     return vm.State(state.tables, lanes)
 
