@@ -330,8 +330,9 @@ def cpython_compile_rate(sources, seconds: float = 2.0) -> dict:
     return {"cores": cores, "programs": n, "seconds": dt, "programs_per_s": n / dt}
 
 
-def timing(ns, cfg, params, sources, nl, vl, n_funcs) -> dict:
-    """Throughput and latency at each batch size (see the module docstring)."""
+def timing(ns, cfg, params, sources, nl, vl, n_funcs, save=None) -> dict:
+    """Throughput and latency at each batch size (see the module docstring); ``save(out)``
+    after each batch size, so a run stopped by a time limit keeps what it measured."""
     out = {"neural": [], "deterministic": [], "routing": [], "hybrid": []}
     got = router.load()
     rparams, threshold = got if got is not None else (None, 0.0)
@@ -341,69 +342,99 @@ def timing(ns, cfg, params, sources, nl, vl, n_funcs) -> dict:
     for b in [int(x) for x in ns.det_batches.split(",") if x]:
         srcs = (sources * (b // len(sources) + 1))[:b]
         src, length = lexer.encode(srcs, nl)
-        first, t = _time(compiler.compile_arrays, src, length, nl)
+        try:
+            first, t = _time(compiler.compile_arrays, src, length, nl)
+        except Exception as e:  # noqa: BLE001 (only the device's memory limit is kept)
+            if not _out_of_memory(e):
+                raise
+            out["deterministic_limit"] = {"batch": b, "error": str(e)[:300]}
+            print("timing deterministic: out of memory at batch", b, flush=True)
+            break
         out["deterministic"].append({"batch": b, "seconds": t, "programs_per_s": b / t, "compile_s": first})  # fmt: skip
         print("timing deterministic", out["deterministic"][-1], flush=True)
     for b in [int(x) for x in ns.batches.split(",") if x]:
         if time.perf_counter() > t_end:
             out["stopped"] = f"timing budget {ns.timing_budget_s} s spent before batch {b}"
             break
-        srcs = (sources * (b // len(sources) + 1))[:b]
-        src, length = lexer.encode(srcs, nl)
-        ref, _ = reference(srcs, nl, n_funcs)
-        ref = hybrid._widths(ref, nl.max_code, n_funcs)
-        tokens, _ = jax.jit(lexer.lex, static_argnames="limits")(src, length, nl)
-        keys = jax.vmap(lambda i: jax.random.fold_in(key, i))(jnp.arange(b))
-
-        # the model's parameters are arguments, never closed over (constants in the HLO)
-        gen = jax.jit(lambda t, pr, kk: hybrid.sample_each(t, pr, kk, k, nl, 0.8, 0.95, True, cfg))
-        first_g, t_gen = _time(gen, tokens, params, keys)
-        cands, ok, _ = gen(tokens, params, keys)
-        probes = verify.make_probes(tokens, ref.fn_nparams, key, ns.probes)
-        ver = jax.jit(lambda c, r, p: verify.verify_against(c, r, p, vl).accepted)
-        first_v, t_ver = _time(ver, cands, ref, probes)
-        t_neural = t_gen + t_ver
-        out["neural"].append({
-            "batch": b, "k": k, "t_gen_s": t_gen, "t_verify_s": t_ver, "t_neural_s": t_neural,
-            "candidates_per_s_gen": b * k / t_gen, "programs_per_s": b / t_neural,
-            "compile_s": first_g + first_v,
-        })  # fmt: skip
-        print("timing neural", out["neural"][-1], flush=True)
-
-        n_code = jnp.asarray(ref.n_code)
-        if rparams is not None:
-            route = jax.jit(lambda t, n, rp: router.score(rp, router.features(t, n)))
-            _, t_route = _time(route, tokens, n_code, rparams)
-        else:
-            t_route = 0.0
-        out["routing"].append({"batch": b, "t_routing_s": t_route})
-
-        hyb = jax.jit(
-            lambda s, ln, pr, rp, kk, b=b: hybrid.hybrid_compile(
-                s, ln, pr, rp, jnp.float32(threshold), kk, cfg=cfg, k=k, m=b,
-                limits=nl, nl=nl, vl=vl, n_probes=ns.probes,
-            )
-        )  # fmt: skip
-        first_h, t_hyb = _time(hyb, src, length, params, rparams, key)
-        h = jax.device_get(hyb(src, length, params, rparams, key))
-        p_simple = float(np.mean(np.asarray(h.slot) >= 0))
-        det = next((r for r in out["deterministic"] if r["batch"] == b), None)
-        if det is None:
-            _, t_trad = _time(compiler.compile_arrays, src, length, nl)
-        else:
-            t_trad = det["seconds"]
-        pred = p_simple * t_neural + (1 - p_simple) * t_trad + t_route
-        out["hybrid"].append({
-            "batch": b, "k": k, "seconds": t_hyb, "programs_per_s": b / t_hyb,
-            "p_simple": p_simple, "paths": hybrid.path_counts(h.path),
-            "eq14_prediction_s": pred, "t_trad_s": t_trad, "t_neural_s": t_neural,
-            "t_routing_s": t_route, "compile_s": first_h,
-        })  # fmt: skip
-        print("timing hybrid", out["hybrid"][-1], flush=True)
+        try:
+            _timing_batch(ns, cfg, params, sources, nl, vl, n_funcs, b, k, key, rparams,
+                          threshold, out)  # fmt: skip
+        except Exception as e:  # noqa: BLE001 (only the device's memory limit is kept)
+            if not _out_of_memory(e):
+                raise
+            # the device's limit: the first batch size that does not fit in its memory
+            out["limit"] = {"batch": b, "error": str(e)[:300]}
+            print("timing: out of memory at batch", b, flush=True)
+            break
+        finally:
+            if save is not None:
+                save(out)
     if not ns.no_cpython:
         out["cpython_compile"] = cpython_compile_rate(sources)
         print("timing cpython", out["cpython_compile"], flush=True)
     return out
+
+
+def _out_of_memory(e: Exception) -> bool:
+    m = str(e).lower()
+    return "resource_exhausted" in m or "out of memory" in m
+
+
+def _timing_batch(ns, cfg, params, sources, nl, vl, n_funcs, b, k, key, rparams, threshold,
+                  out) -> None:  # fmt: skip
+    """One batch size of ``timing``: appends its rows to ``out``."""
+    srcs = (sources * (b // len(sources) + 1))[:b]
+    src, length = lexer.encode(srcs, nl)
+    ref, _ = reference(srcs, nl, n_funcs)
+    ref = hybrid._widths(ref, nl.max_code, n_funcs)
+    tokens, _ = jax.jit(lexer.lex, static_argnames="limits")(src, length, nl)
+    keys = jax.vmap(lambda i: jax.random.fold_in(key, i))(jnp.arange(b))
+
+    # the model's parameters are arguments, never closed over (constants in the HLO)
+    gen = jax.jit(lambda t, pr, kk: hybrid.sample_each(t, pr, kk, k, nl, 0.8, 0.95, True, cfg))
+    first_g, t_gen = _time(gen, tokens, params, keys)
+    cands, ok, _ = gen(tokens, params, keys)
+    probes = verify.make_probes(tokens, ref.fn_nparams, key, ns.probes)
+    ver = jax.jit(lambda c, r, p: verify.verify_against(c, r, p, vl).accepted)
+    first_v, t_ver = _time(ver, cands, ref, probes)
+    t_neural = t_gen + t_ver
+    out["neural"].append({
+        "batch": b, "k": k, "t_gen_s": t_gen, "t_verify_s": t_ver, "t_neural_s": t_neural,
+        "candidates_per_s_gen": b * k / t_gen, "programs_per_s": b / t_neural,
+        "compile_s": first_g + first_v,
+    })  # fmt: skip
+    print("timing neural", out["neural"][-1], flush=True)
+
+    n_code = jnp.asarray(ref.n_code)
+    if rparams is not None:
+        route = jax.jit(lambda t, n, rp: router.score(rp, router.features(t, n)))
+        _, t_route = _time(route, tokens, n_code, rparams)
+    else:
+        t_route = 0.0
+    out["routing"].append({"batch": b, "t_routing_s": t_route})
+
+    hyb = jax.jit(
+        lambda s, ln, pr, rp, kk, b=b: hybrid.hybrid_compile(
+            s, ln, pr, rp, jnp.float32(threshold), kk, cfg=cfg, k=k, m=b,
+            limits=nl, nl=nl, vl=vl, n_probes=ns.probes,
+        )
+    )  # fmt: skip
+    first_h, t_hyb = _time(hyb, src, length, params, rparams, key)
+    h = jax.device_get(hyb(src, length, params, rparams, key))
+    p_simple = float(np.mean(np.asarray(h.slot) >= 0))
+    det = next((r for r in out["deterministic"] if r["batch"] == b), None)
+    if det is None:
+        _, t_trad = _time(compiler.compile_arrays, src, length, nl)
+    else:
+        t_trad = det["seconds"]
+    pred = p_simple * t_neural + (1 - p_simple) * t_trad + t_route
+    out["hybrid"].append({
+        "batch": b, "k": k, "seconds": t_hyb, "programs_per_s": b / t_hyb,
+        "p_simple": p_simple, "paths": hybrid.path_counts(h.path),
+        "eq14_prediction_s": pred, "t_trad_s": t_trad, "t_neural_s": t_neural,
+        "t_routing_s": t_route, "compile_s": first_h,
+    })  # fmt: skip
+    print("timing hybrid", out["hybrid"][-1], flush=True)
 
 
 # ------------------------------------------------------------------------ main
@@ -653,8 +684,12 @@ def main(argv=None) -> int:
         with open(os.path.join(ns.out, "results.json"), "w") as f:
             json.dump(results, f, indent=1, default=str)
 
+    def save_timing(out: dict) -> None:
+        results["timing"] = out
+        save("timing")
+
     if ns.timing_only:
-        results["timing"] = timing(ns, cfg, params, sources, nl, vl, ns.funcs)
+        results["timing"] = timing(ns, cfg, params, sources, nl, vl, ns.funcs, save_timing)
         results["plots"] = [os.path.basename(f) for f in plots(ns.out, results)]
         save("done")
         print(f"done in {results['seconds']:.0f} s -> {ns.out}", flush=True)
@@ -702,7 +737,7 @@ def main(argv=None) -> int:
     results["plots"] = [os.path.basename(f) for f in plots(ns.out, results)]
     save("plotted")
     if not ns.no_timing:
-        results["timing"] = timing(ns, cfg, params, sources, nl, vl, ns.funcs)
+        results["timing"] = timing(ns, cfg, params, sources, nl, vl, ns.funcs, save_timing)
         results["plots"] = [os.path.basename(f) for f in plots(ns.out, results)]
     save("done")
     print(json.dumps({k: results[k] for k in ("wrong_but_accepted", "learned_code")}, indent=1))
