@@ -337,6 +337,10 @@ def timing(ns, cfg, params, sources, nl, vl, n_funcs, save=None) -> dict:
     got = router.load()
     rparams, threshold = got if got is not None else (None, 0.0)
     key = jax.random.key(99)
+    # every batch is a prefix of one seeded shuffle, so each size holds the same mix of
+    # levels and hand-written programs (a call lasts as long as its longest program)
+    order = np.random.default_rng(0).permutation(len(sources))
+    sources = [sources[i] for i in order]
     t_end = time.perf_counter() + ns.timing_budget_s
     k = ns.timing_k
     for b in [int(x) for x in ns.det_batches.split(",") if x]:
