@@ -32,6 +32,7 @@ import importlib
 import json
 import os
 import sys
+import threading
 from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
@@ -465,6 +466,26 @@ def _run_lanes(vm: str, run: Callable, program, limits: Limits, entry, args, bud
     info["run_s"] = d.stats().run_s
 
 
+def _warm_vm(compiler: str, vm: str, n: int, limits: Limits) -> threading.Thread | None:
+    """With the jax VM and the jax or python compiler (their programs have the shapes
+    driver.warm_up gives): a started thread compiling the VM's jits for the batch of
+    ``n`` lanes while the compiler compiles, so that a cold run's compiles share the
+    CPU's cores (the caller joins it before running). A failure there is ignored: the
+    run itself meets and reports it."""
+    if compiler not in ("jax", "python") or vm not in SLICED_VMS:
+        return None
+
+    def warm() -> None:
+        from jaxcc import driver
+
+        with contextlib.suppress(Exception):
+            driver.warm_up(n, limits, ratio=CLI_RATIO)
+
+    thread = threading.Thread(target=warm, name="jaxcc-warm-vm")
+    thread.start()
+    return thread
+
+
 # VMs run in slices by jaxcc.driver (results as they finish, --timeout, Ctrl-C between
 # slices); any other VM runs its batch in one call.
 SLICED_VMS = frozenset({"jax"})
@@ -531,6 +552,7 @@ def run_files(
     if not readable:
         return results
 
+    warm = _warm_vm(compiler, vm, len(readable), limits)
     program, error, debug = compile_many(sources, limits)
     program, error = _to_numpy(program), _to_numpy(error)
     compiled = np.asarray(error.code) == Code.OK
@@ -550,6 +572,8 @@ def run_files(
     budget = np.where(compiled, limits.max_steps, 0).astype(np.int32)
     waiting: list[int] = []  # lanes whose module body returned, for --entry
     info = {"run_s": 0.0}
+    if warm is not None:
+        warm.join()
     lanes = _run_lanes(vm, run, program, limits, None, None, budget, timeout, stop, info)
     for j, lane, expired in lanes:
         if not compiled[j]:

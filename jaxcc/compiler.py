@@ -7,7 +7,9 @@ return shape as ``jaxcc.reference.compiler.compile_many``.
 
 from __future__ import annotations
 
+import concurrent.futures
 import functools
+import os
 from typing import NamedTuple
 
 import jax
@@ -32,6 +34,101 @@ def _front_and_middle(source, length, limits: Limits) -> Compiled:
     ast, parse_error = parser.parse(tokens, limits, lex_error=lex_error)
     program, error, debug = middle.middle_end_debug(ast, tokens, limits, parse_error)
     return Compiled(program, error, debug)
+
+
+# XLA options that make the compiler's jits compile ~4x faster on the CPU, for the
+# host-facing compile_many (the CLI's compiler): LLVM at -O0 (the most of it), XLA's
+# older elemental emitters instead of the MLIR fusion emitters, one LLVM module instead
+# of 32 (no split cost; the CLI compiles other jits on the other core), no expensive
+# LLVM passes. The code is integer code: results are bit-identical. The compiled code
+# runs ~4.5x slower (1,024 programs of the medium corpus: front and middle 1.7 s ->
+# 7.5 s at run time, 35 s -> 11 s to compile), so compile_many uses them only for
+# batches of at most FAST_COMPILE_MAX_BATCH programs, where compiling dominates
+# (docs/benchmarks.md, "Compile time"). Not used on other backends, nor by
+# compile_arrays, pipeline.evaluate or under the caller's jit (jax takes
+# compiler_options only on a top-level jit).
+CPU_FAST_COMPILE = {
+    "xla_backend_optimization_level": 0,
+    "xla_cpu_use_fusion_emitters": False,
+    "xla_cpu_parallel_codegen_split_count": 1,
+    "xla_llvm_disable_expensive_passes": True,
+}
+FAST_COMPILE_MAX_BATCH = 256
+
+
+def fast_compile(batch: int, fast: bool | None = None) -> bool:
+    """Whether compile_many compiles a batch of ``batch`` programs with CPU_FAST_COMPILE:
+    ``fast`` when given, else on the CPU for at most FAST_COMPILE_MAX_BATCH programs."""
+    if fast is not None:
+        return fast
+    return batch <= FAST_COMPILE_MAX_BATCH and jax.default_backend() == "cpu"
+
+
+def split_compile(batch: int, fast: bool | None = None) -> bool:
+    """Whether compile_many compiles a batch of ``batch`` programs on a backend other than
+    the CPU as the split jits below, on several threads, with XLA's default options: when
+    ``fast`` is None, for at most FAST_COMPILE_MAX_BATCH programs (a one-file run's cold
+    compile is what a user waits for), unless the environment sets JAXCC_SPLIT_COMPILE=0
+    (the one-jit compile, for comparing the two)."""
+    return (
+        fast is None
+        and batch <= FAST_COMPILE_MAX_BATCH
+        and jax.default_backend() != "cpu"
+        and os.environ.get("JAXCC_SPLIT_COMPILE", "1") != "0"
+    )
+
+
+# _front_and_middle as three jits (and the optimizer as a fourth), for the fast
+# compile: each compiles on its own thread as soon as the one before it has been traced,
+# so the host's cores share the compile (XLA's compile releases the GIL), and three
+# smaller modules compile in less time than one (XLA's per-module costs grow faster
+# than linearly). The same operations in the same order: the same results.
+def _lex_stage(source, length, limits: Limits):
+    return lexer.lex(source, length, limits)
+
+
+def _parse_stage(tokens, lex_error, limits: Limits):
+    return parser.parse(tokens, limits, lex_error=lex_error)
+
+
+def _middle_stage(ast, parse_error, limits: Limits) -> Compiled:
+    return Compiled(*middle.middle_end_debug(ast, None, limits, parse_error))
+
+
+def _stage_jits(options: dict | None) -> tuple:
+    """(lexer, parser, middle end, optimizer) jits compiled with XLA ``options``."""
+
+    def jit(f, static_argnames=("limits",)):
+        return jax.jit(f, static_argnames=static_argnames, compiler_options=options)
+
+    stages = tuple(jit(f) for f in (_lex_stage, _parse_stage, _middle_stage))
+    return (*stages, jit(opt.optimize_batch, opt.STATIC_ARGNAMES))
+
+
+_FAST_STAGES = _stage_jits(CPU_FAST_COMPILE)  # the CPU's
+_SPLIT_STAGES = _stage_jits(None)  # other backends': XLA's default options
+
+
+def _compile_fast(source, length, t: Limits, optimize, passes, max_rounds,
+                  stages: tuple = _FAST_STAGES, workers: int = 2) -> Compiled:  # fmt: skip
+    """compile_arrays(source, length, t, ...) by the split jits ``stages``: each traced in
+    turn (from the shapes the one before gives), compiled on a pool of ``workers``
+    threads meanwhile, then run in order."""
+    lex, parse, mid, optimize_batch = stages
+    with concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="jaxcc-compile") as pool:  # fmt: skip
+        low = lex.lower(source, length, t)
+        lex_c = pool.submit(low.compile)
+        low = parse.lower(*low.out_info, t)
+        parse_c = pool.submit(low.compile)
+        low = mid.lower(*low.out_info, t)
+        mid_c = pool.submit(low.compile)
+        if optimize:
+            low = optimize_batch.lower(low.out_info.program, t, passes, max_rounds)
+            opt_c = pool.submit(low.compile)
+        compiled = mid_c.result()(*parse_c.result()(*lex_c.result()(source, length)))
+        if optimize:
+            compiled = compiled._replace(program=opt_c.result()(compiled.program))
+    return compiled
 
 
 def compile_arrays(source, length, limits: Limits = DEFAULT, optimize: int = False,
@@ -90,7 +187,8 @@ def _row(tree, j: int):
 
 
 def compile_many(sources, limits: Limits = DEFAULT, optimize: int = False,
-                 passes: tuple | None = None, max_rounds: int | None = None):  # fmt: skip
+                 passes: tuple | None = None, max_rounds: int | None = None,
+                 fast: bool | None = None):  # fmt: skip
     """Compile a list of sources on the device: (Program [B, ...], Error [B], debug list).
 
     Every source is compiled at the smallest shape tier that holds it, and again at the
@@ -99,7 +197,10 @@ def compile_many(sources, limits: Limits = DEFAULT, optimize: int = False,
     result is what compiling with ``limits`` itself would give. The Program arrays are
     padded to ``limits.max_code`` / ``max_funcs`` as the reference compiler's are.
     ``optimize``, ``passes``, ``max_rounds``: as compile_arrays' (the optimizer runs on
-    the device).
+    the device). ``fast``: compile with CPU_FAST_COMPILE (None: ``fast_compile``'s
+    choice, on the CPU for small batches; on other backends small batches compile as
+    split jits on several threads, ``split_compile``); the results are the same either
+    way.
     """
     if optimize:
         passes, max_rounds = opt.level(optimize, passes, max_rounds)
@@ -124,7 +225,14 @@ def compile_many(sources, limits: Limits = DEFAULT, optimize: int = False,
             # varying number of files meets only a few batch shapes
             pad = (1 << (len(idx) - 1).bit_length()) - len(idx)
             source, length = lexer.encode([data[i] for i in idx] + [b""] * pad, t)
-            out = jax.device_get(compile_arrays(source, length, t, optimize, passes, max_rounds))
+            if fast_compile(len(idx) + pad, fast):
+                out = _compile_fast(source, length, t, optimize, passes, max_rounds)
+            elif split_compile(len(idx) + pad, fast):
+                out = _compile_fast(source, length, t, optimize, passes, max_rounds,
+                                    _SPLIT_STAGES, min(4, os.cpu_count() or 1))  # fmt: skip
+            else:
+                out = compile_arrays(source, length, t, optimize, passes, max_rounds)
+            out = jax.device_get(out)
             for j, i in enumerate(idx):
                 code, detail = int(out.error.code[j]), int(out.error.detail[j])
                 field = _TIER_FIELDS.get(detail) if code == Code.LIMIT else None

@@ -335,6 +335,22 @@ def run(
     return res
 
 
+def warm_up(n: int, limits: Limits = DEFAULT, **options) -> None:
+    """Compile what a Driver over ``n`` lanes of ``limits`` compiles first (``vm.start``,
+    a slice, ``vm.finish`` of every lane) by running ``n`` empty programs with no step
+    budget (each stops at once): a caller that has other compiles to do runs this from a
+    thread meanwhile (the CLI, while its compiler compiles; XLA's compile releases the
+    GIL), and its own run then finds these in jit's cache. ``options``: the Driver's
+    keyword options that change what compiles (inner_steps, unroll, backend, ratio)."""
+    n_i, n_f = limits.max_code, limits.max_funcs
+    program = isa.Program(*(np.zeros(n, np.int32) if f in ("n_code", "n_funcs") else
+                            np.zeros((n, n_f if f.startswith("fn_") else n_i), np.int32)
+                            for f in isa.Program._fields))  # fmt: skip
+    state = vm.start(program, limits, None, None, np.zeros(n, np.int32))
+    for _ in Driver(state, limits, **options):
+        pass
+
+
 def run_tests(program: isa.Program, entry, args, expected, limits: Limits = DEFAULT,
               budget=None, **options):  # fmt: skip
     """``vm.run_tests`` in slices: (passed Bool[B], per_case Int32[B, K]), identical to it

@@ -422,34 +422,38 @@ TOK_NAME = int(Tok.NAME)
 @functools.cache
 def merge_tables() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(GEN_ID[class], MERGE[a * F + b] = id of (a then b), STATE_OF[id] = f[S0])."""
-    gens = [tuple(int(x) for x in TRANS[c]) for c in range(N_CLASSES)]
-    ids: dict[tuple, int] = {}
-    for g in gens:
-        ids.setdefault(g, len(ids))
-    frontier = list(ids)
+    gens = np.asarray(TRANS[:N_CLASSES], np.int64)  # [C, S]
+    ids: dict[bytes, int] = {}
+    funcs: list[np.ndarray] = []  # [S] each, in id order
+    parent: list[tuple[int, int]] = []  # (p, c): f is (p then class c); p = -1: f is c
+
+    def intern(f: np.ndarray, p: int, c: int) -> int:
+        k = f.tobytes()
+        if k not in ids:
+            ids[k] = len(funcs)
+            funcs.append(f)
+            parent.append((p, c))
+        return ids[k]
+
+    for c in range(N_CLASSES):
+        intern(gens[c], -1, c)
+    # the closure, breadth first, ids in order of discovery (f of the frontier, then
+    # class c); step[f][c] = id of (f then c)
+    step: dict[int, list[int]] = {}
+    frontier = list(range(len(funcs)))
     while frontier:
-        new = []
-        for f in frontier:
-            for g in gens:
-                h = tuple(g[s] for s in f)  # f then g
-                if h not in ids:
-                    ids[h] = len(ids)
-                    new.append(h)
-        frontier = new
-    funcs = np.array(list(ids), np.int64)  # [F, S], in id order
-    F = funcs.shape[0]
-    w = np.random.default_rng(7).integers(1, 2**62, N_STATES, dtype=np.int64)
-    with np.errstate(over="ignore"):
-        key = (funcs * w).sum(axis=1)
-        order = np.argsort(key)
-        skey = key[order]
-        merge = np.empty((F, F), np.int16)
-        for a in range(F):
-            comp = funcs[:, funcs[a]]  # comp[b, s] = b[a[s]]: a then b
-            k = (comp * w).sum(axis=1)
-            j = order[np.searchsorted(skey, k)]
-            if not np.array_equal(funcs[j], comp):  # pragma: no cover
-                raise RuntimeError("merge table hash collision")
-            merge[a] = j
-    gen_id = np.array([ids[g] for g in gens], np.int32)
-    return gen_id, merge.reshape(-1), funcs[:, S.S0].astype(np.int32)
+        first_new = len(funcs)
+        then = gens[:, np.array([funcs[f] for f in frontier])]  # then[c, i] = c[f_i[s]]
+        for i, f in enumerate(frontier):
+            step[f] = [intern(then[c, i], f, c) for c in range(N_CLASSES)]
+        frontier = list(range(first_new, len(funcs)))
+    F = len(funcs)
+    steps = np.array([step[f] for f in range(F)], np.int64)  # [F, C]
+    # merge[a, b] = id of (a then b): b is class c, or (p then c) with p < b, and
+    # a then (p then c) = (a then p) then c
+    merge = np.empty((F, F), np.int64)
+    for b, (p, c) in enumerate(parent):
+        merge[:, b] = steps[:, c] if p < 0 else steps[merge[:, p], c]
+    gen_id = np.array([ids[g.tobytes()] for g in gens], np.int32)
+    state_of = np.array(funcs, np.int64)[:, S.S0].astype(np.int32)
+    return gen_id, merge.astype(np.int16).reshape(-1), state_of

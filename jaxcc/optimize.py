@@ -515,13 +515,18 @@ def check_passes(passes) -> tuple:
     return tuple(p for p in PASSES if p in passes)
 
 
-@functools.partial(jax.jit, static_argnames=("limits", "passes", "max_rounds"))
-def _optimize(program, limits, passes, max_rounds):
+def optimize_batch(program, limits, passes, max_rounds):
+    """``optimize`` unjitted (``passes`` checked by the caller): what ``_optimize`` and
+    jaxcc.compiler's CPU fast-compile jit of it compile."""
     words = max(1, -(-limits.max_locals // 32))
     one = functools.partial(optimize_one, passes=passes, words=words, max_rounds=max_rounds)
     if jnp.ndim(program.op) == 1:
         return one(program)
     return jax.vmap(one)(program)
+
+
+STATIC_ARGNAMES = ("limits", "passes", "max_rounds")
+_optimize = jax.jit(optimize_batch, static_argnames=STATIC_ARGNAMES)
 
 
 def optimize(program: isa.Program, limits: Limits = DEFAULT, passes=PASSES,

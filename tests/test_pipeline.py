@@ -18,6 +18,7 @@ import numpy as np
 from hypothesis import HealthCheck, Phase, given, settings
 
 from jaxcc import compiler, isa, lexer, pipeline
+from jaxcc import optimize as opt
 from jaxcc.errors import Code, Unsupported
 from jaxcc.pipeline import Verdict
 from jaxcc.reference.compiler import compile_source
@@ -329,6 +330,76 @@ def test_compile_many_tiers_equal_full_limits():
     source, length = lexer.encode(DEEP, first_tier)
     first = jax.device_get(compiler.compile_arrays(source, length, first_tier))
     assert list(first.error.code) == [Code.LIMIT] * B
+
+
+def test_fast_compile_equals_compile_arrays_optimized():
+    """compile_many on the CPU (a small batch: CPU_FAST_COMPILE, the front and middle end
+    as three jits and the optimizer as a fourth, compiled on two threads) gives exactly
+    compile_arrays' program and errors, optimizer included (LONG: the LIMITS tier, so
+    compile_arrays' shape is the one this file compiles anyway)."""
+    assert compiler.fast_compile(B) == (jax.default_backend() == "cpu")
+    prog, err, _ = compiler.compile_many(LONG, LIMITS, optimize=True, fast=True)
+    source, length = lexer.encode(LONG, LIMITS)
+    full = jax.device_get(compiler.compile_arrays(source, length, LIMITS, optimize=True))
+    for a, b in zip((*prog, *err), (*full.program, *full.error), strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert {int(c) for c in err.code} == {Code.OK, Code.LIMIT}
+
+
+def test_fast_compile_only_on_the_cpu_for_small_batches(monkeypatch):
+    n = compiler.FAST_COMPILE_MAX_BATCH
+    monkeypatch.setattr(jax, "default_backend", lambda: "cpu")
+    assert compiler.fast_compile(1) and compiler.fast_compile(n)
+    assert not compiler.fast_compile(n + 1)
+    assert not compiler.fast_compile(1, fast=False) and compiler.fast_compile(4 * n, fast=True)
+    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
+    assert not compiler.fast_compile(1)
+
+    # compile_many goes by it: _compile_fast on the CPU, compile_arrays elsewhere
+    class Called(Exception):
+        pass
+
+    def spy(name):
+        def called(*args, **kwargs):
+            raise Called(name)
+
+        return called
+
+    def fast_spy(*args, **kwargs):
+        split = len(args) > 6 and args[6] is compiler._SPLIT_STAGES
+        raise Called("split" if split else "fast")
+
+    monkeypatch.setattr(compiler, "_compile_fast", fast_spy)
+    monkeypatch.setattr(compiler, "compile_arrays", spy("full"))
+    cases = (("cpu", None, "fast"), ("gpu", None, "split"), ("gpu", "0", "full"))
+    for backend, env, want in cases:
+        monkeypatch.setattr(jax, "default_backend", lambda b=backend: b)
+        if env is None:
+            monkeypatch.delenv("JAXCC_SPLIT_COMPILE", raising=False)
+        else:
+            monkeypatch.setenv("JAXCC_SPLIT_COMPILE", env)
+        try:
+            compiler.compile_many(["print(1)\n"], LIMITS)
+        except Called as e:
+            assert str(e) == want, backend
+        else:
+            raise AssertionError("compile_many compiled nothing")
+    monkeypatch.delenv("JAXCC_SPLIT_COMPILE", raising=False)
+    assert compiler.split_compile(n) and not compiler.split_compile(n + 1)
+    assert not compiler.split_compile(1, fast=False)
+
+
+def test_split_stages_equal_compile_arrays():
+    """The split jits with XLA's default options (other backends' cold compile) give
+    exactly compile_arrays' program and errors, optimizer included (run here on the CPU;
+    the same jits on a GPU)."""
+    source, length = lexer.encode(LONG, LIMITS)
+    split = compiler._compile_fast(source, length, LIMITS, True, *opt.level(1),
+                                   compiler._SPLIT_STAGES, 2)  # fmt: skip
+    full = compiler.compile_arrays(source, length, LIMITS, optimize=True)
+    split, full = jax.device_get((split, full))
+    for a, b in zip((*split.program, *split.error), (*full.program, *full.error), strict=True):
+        np.testing.assert_array_equal(a, b)
 
 
 def test_evaluate_program_is_compile_arrays_program():

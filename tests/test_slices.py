@@ -285,3 +285,21 @@ def test_evaluate_sources_with_a_runaway_candidate():
     assert list(ev.verdict[:4]) == [V.PASS, V.RUNTIME_ERROR, V.WRONG_ANSWER, V.COMPILE_ERROR]
     assert list(ev.per_case[1]) == [Code.TIMEOUT] * 4
     assert list(ev.passed[:4]) == [4, 0, 2, 0]
+
+
+def test_warm_up_compiles_what_a_run_of_its_shape_uses():
+    """driver.warm_up(n, limits) (the CLI runs it in a thread while its compiler
+    compiles) leaves jit's caches holding the start, slice and finish that a Driver over
+    n lanes then uses (lanes that stop together: no compaction to other shapes): that
+    run compiles none of them again, and its results are vm.run's."""
+    limits = RAND._replace(max_code=I_R, max_funcs=F_R)  # the shapes program() makes
+    batch = stack_programs([SPAM] * 3)
+    budget = np.full(3, limits.max_steps, np.int32)
+    jits = (vm._start, vm._advance, vm.finish)
+    driver.warm_up(3, limits, ratio=2)
+    before = [f._cache_size() for f in jits]
+    d = driver.Driver(vm.start(batch, limits, None, None, budget), limits, ratio=2)
+    for _ in d:
+        pass
+    assert [f._cache_size() for f in jits] == before
+    assert_same(d.result(), vm.run(batch, limits, budget=budget), "after warm_up")
