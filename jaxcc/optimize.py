@@ -515,7 +515,7 @@ def check_passes(passes) -> tuple:
     return tuple(p for p in PASSES if p in passes)
 
 
-def optimize_batch(program, limits, passes, max_rounds):
+def optimize_batch(program, limits: Limits = DEFAULT, passes=PASSES, max_rounds: int = MAX_ROUNDS):
     """``optimize`` unjitted (``passes`` checked by the caller): what ``_optimize`` and
     jaxcc.compiler's CPU fast-compile jit of it compile."""
     words = max(1, -(-limits.max_locals // 32))

@@ -133,7 +133,7 @@ def _bcast(m, a):
 
 @functools.partial(jax.jit, static_argnames=("limits", "shrink"))
 def hybrid_select(reference: isa.Program, candidates: isa.Program, ok, probes: verify.Probes,
-                  limits: Limits, shrink: int = verify.SHRINK) -> Selection:  # fmt: skip
+                  limits: Limits, shrink: int | None = None) -> Selection:  # fmt: skip
     """Algorithm 3 lines 6-11 for M programs: level-3 verification and the choice.
 
     reference: the deterministic code, an isa.Program [M, I, F]; candidates: [M, k, I', F']
@@ -233,7 +233,7 @@ def hybrid_compile(source, length, params, router_params, threshold, key,
                    limits: Limits = NEURAL_LIMITS, temperature=0.8, top_p=0.95, *,
                    cfg: Config, k: int = 16, m: int = 16, nl: Limits = NEURAL_LIMITS,
                    vl: Limits = VERIFY_LIMITS, n_probes: int = 64, greedy_first: bool = True,
-                   shrink: int = verify.SHRINK, propose=None, tier=None) -> Hybrid:  # fmt: skip
+                   shrink: int | None = None, propose=None, tier=None) -> Hybrid:  # fmt: skip
     """Paper Algorithm 3 for a batch, on the device, in one jit (composable in yours).
 
     source: UInt8[B, N] padded sources (N = limits.max_source_bytes), length: Int32[B]

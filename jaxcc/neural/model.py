@@ -73,7 +73,9 @@ class Config(NamedTuple):
 
 class Cache(NamedTuple):
     """Keys/values of one batch of samples. Shapes: src [layers, B, S, H, dh] (shared by
-    the k samples of a program), out [layers, B, k, L, H, dh]."""
+    the k samples of a program), out [layers, B, k, L, H, dh], or [layers, B, k, H, L, dh]
+    ("heads-major", ``decode(..., heads_major=True)``: the sampler's layout on the CPU,
+    where XLA otherwise transposes the whole cache for the attention's dots every step)."""
 
     src_k: object
     src_v: object
@@ -116,23 +118,33 @@ class Block(nnx.Module):
         o = jnp.einsum("bhqk,bkhd->bqhd", p, v).reshape(x.shape)
         return self._mlp(x + self.proj(o)), (k, v)
 
-    def step(self, x, src_k, src_v, src_valid, out_k, out_v, layer: int, t):
+    def step(self, x, src_k, src_v, src_valid, out_k, out_v, layer: int, t,
+             heads_major: bool = False, span: int | None = None):  # fmt: skip
         """One decoding step of this block (layer ``layer``). x: [B, k, d] at output
-        position t; src_*: [B, S, H, dh]; out_*: [layers, B, k, L, H, dh] (entries < t
-        filled), updated in place at (layer, t). Returns (x, out_k, out_v)."""
+        position t; src_*: [B, S, H, dh]; out_*: [layers, B, k, L, H, dh], or [layers, B,
+        k, H, L, dh] when ``heads_major`` (entries < t filled), updated in place at (layer,
+        t). ``span`` (static; None: L): attend to output positions < span only (t < span:
+        the later positions are masked anyway). Returns (x, out_k, out_v)."""
         q, k1, v1 = self._split(x)  # [B, k, H, dh]
-        at = (layer, 0, 0, t, 0, 0)
-        out_k = jax.lax.dynamic_update_slice(out_k, k1[None, :, :, None].astype(out_k.dtype), at)
-        out_v = jax.lax.dynamic_update_slice(out_v, v1[None, :, :, None].astype(out_v.dtype), at)
+        pos = 4 if heads_major else 3  # the position axis of out_*
+        at = tuple(t if i == pos else (layer if i == 0 else 0) for i in range(6))
+        new_k, new_v = (jnp.expand_dims(a, pos - 1)[None] for a in (k1, v1))
+        out_k = jax.lax.dynamic_update_slice(out_k, new_k.astype(out_k.dtype), at)
+        out_v = jax.lax.dynamic_update_slice(out_v, new_v.astype(out_v.dtype), at)
+        ck, cv = out_k[layer], out_v[layer]
+        if span is not None and span < ck.shape[pos - 1]:
+            ck = jax.lax.slice_in_dim(ck, 0, span, axis=pos - 1)
+            cv = jax.lax.slice_in_dim(cv, 0, span, axis=pos - 1)
+        o_sub = "bjhld" if heads_major else "bjlhd"
         scale = q.shape[-1] ** -0.5
         s1 = jnp.einsum("bjhd,bshd->bjhs", q, src_k).astype(jnp.float32) * scale
         s1 = jnp.where(src_valid[:, None, None, :], s1, _NEG)
-        s2 = jnp.einsum("bjhd,bjlhd->bjhl", q, out_k[layer]).astype(jnp.float32) * scale
-        s2 = jnp.where((jnp.arange(out_k.shape[3]) <= t)[None, None, None], s2, _NEG)
+        s2 = jnp.einsum(f"bjhd,{o_sub}->bjhl", q, ck).astype(jnp.float32) * scale
+        s2 = jnp.where((jnp.arange(ck.shape[pos - 1]) <= t)[None, None, None], s2, _NEG)
         p = jax.nn.softmax(jnp.concatenate([s1, s2], axis=-1), axis=-1).astype(x.dtype)
         n = src_k.shape[1]
         o = jnp.einsum("bjhs,bshd->bjhd", p[..., :n], src_v) + jnp.einsum(
-            "bjhl,bjlhd->bjhd", p[..., n:], out_v[layer]
+            f"bjhl,{o_sub}->bjhd", p[..., n:], cv
         )
         return self._mlp(x + self.proj(o.reshape(x.shape))), out_k, out_v
 
@@ -231,14 +243,18 @@ class Model(nnx.Module):
         return jnp.stack(ks), jnp.stack(vs), valid
 
     @_mixed
-    def decode(self, cache: Cache, tok, t, table):
+    def decode(self, cache: Cache, tok, t, table, heads_major: bool = False,
+               span: int | None = None):  # fmt: skip
         """Logits Float32[B, k, VOCAB] of the token after ``tok`` (Int32[B, k], the token at
-        output position t; BOS at t = 0), and the cache with position t filled."""
+        output position t; BOS at t = 0), and the cache with position t filled.
+        ``heads_major`` (static): the cache's out_* are [layers, B, k, H, L, dh] (see
+        ``Cache``); ``span`` (static): attend to output positions < span only (t < span)."""
         s = cache.src_k.shape[2]
         x = (table[tok] + self.out_pos(s, t)[None, None]).astype(jnp.dtype(self.cfg.dtype))
         ok, ov = cache.out_k, cache.out_v
         for i, blk in enumerate(self.blocks):
-            x, ok, ov = blk.step(x, cache.src_k[i], cache.src_v[i], cache.src_valid, ok, ov, i, t)
+            x, ok, ov = blk.step(x, cache.src_k[i], cache.src_v[i], cache.src_valid, ok, ov, i,
+                                 t, heads_major, span)  # fmt: skip
         return self._logits(x, table), cache._replace(out_k=ok, out_v=ov)
 
 

@@ -26,6 +26,7 @@ from jax import lax
 
 from jaxcc.limits import Limits
 from jaxcc.neural import grammar as G
+from jaxcc.neural import model as M
 from jaxcc.neural import vocab as V
 from jaxcc.neural.assemble import assemble, context
 from jaxcc.neural.inputs import Bound, Src, source_features
@@ -57,18 +58,54 @@ def _nucleus(logits, top_p):
     return jnp.where(p >= thresh, logits, -jnp.inf)
 
 
+def spans(n: int, first: int = 64) -> tuple[int, ...]:
+    """The output-position spans of the CPU's decode loop for a cache of n positions:
+    first, 2 first, 4 first, ... below n, then n. Positions t < spans[0] run in a loop
+    whose attention reads the cache's first spans[0] positions, and so on; a loop that
+    starts when every sample has ended runs no step."""
+    out = []
+    s = first
+    while s < n:
+        out.append(s)
+        s *= 2
+    return (*out, n)
+
+
+def cpu_decode_default() -> bool:
+    """Whether ``sample`` decodes the CPU's way by default (``cpu_decode=None``): when
+    JAX's default backend is the CPU."""
+    return jax.default_backend() == "cpu"
+
+
 @functools.partial(
-    jax.jit, static_argnames=("graphdef", "k", "limits", "greedy_first", "max_steps", "nlimits")
-)
+    jax.jit,
+    static_argnames=("graphdef", "k", "limits", "greedy_first", "max_steps", "nlimits",
+                     "cpu_decode"),
+)  # fmt: skip
 def sample(graphdef, params, src: Src, key, k: int, limits: Limits, temperature=1.0,
            top_p=0.95, greedy_first: bool = True, max_steps: int | None = None,
-           nlimits: V.NeuralLimits | None = None) -> Samples:  # fmt: skip
+           nlimits: V.NeuralLimits | None = None,
+           cpu_decode: bool | None = None) -> Samples:  # fmt: skip
     """k samples per program of src (batched). temperature, top_p: Float32 scalars.
     ``nlimits`` (default the model's): a shorter output budget (models with
     ``Config.features >= 2`` only) makes a smaller cache and a shorter loop; the mask's
-    closing rule then finishes every sample within it."""
+    closing rule then finishes every sample within it.
+
+    ``cpu_decode`` (static; None: ``cpu_decode_default()``, i.e. on the CPU) changes how
+    the samples are computed, not the sampling rule: float32 compute instead of the
+    model's bfloat16 (XLA's CPU dots are several times slower in bfloat16), the output
+    cache heads-major (``model.Cache``), and the loop split at ``spans(max_out)`` so the
+    attention reads only the part of the cache that can be filled (each part is its own
+    ``while_loop`` that stops when every sample has ended). The float32 logits differ
+    from the bfloat16 ones in their last bits, so a sample can differ from the GPU's
+    where two tokens are nearly tied; the spans alone change nothing but the order of
+    float additions. Elsewhere (the default on a GPU) the loop is the one the model was
+    evaluated with: bfloat16, one loop over the whole cache."""
+    cpu = cpu_decode_default() if cpu_decode is None else cpu_decode
     model = nnx.merge(graphdef, params)
     cfg = model.cfg
+    if cpu and cfg.dtype != "float32":  # the same parameters (float32) in a float32 model
+        model = nnx.merge(M.graphdef(cfg._replace(dtype="float32")), params)
     nl = nlimits or cfg.nlimits
     if cfg.features < 2 and nl != cfg.nlimits:
         raise ValueError("a features=1 model samples at its own nlimits only")
@@ -77,7 +114,10 @@ def sample(graphdef, params, src: Src, key, k: int, limits: Limits, temperature=
     table = model.table()
     src_k, src_v, valid = model.prefill(src)
     dt = src_k.dtype
-    shape = (cfg.n_layers, b, k, nl.max_out, cfg.n_heads, cfg.d_model // cfg.n_heads)
+    hd = cfg.d_model // cfg.n_heads
+    shape = (cfg.n_layers, b, k) + (
+        (cfg.n_heads, nl.max_out, hd) if cpu else (nl.max_out, cfg.n_heads, hd)
+    )
     cache = Cache(src_k, src_v, valid, jnp.zeros(shape, dt), jnp.zeros(shape, dt))
     ctx = context(src, limits, nl)
     ctx = jax.tree.map(lambda x: jnp.broadcast_to(x, (b,)), ctx)
@@ -100,11 +140,11 @@ def sample(graphdef, params, src: Src, key, k: int, limits: Limits, temperature=
         logp: object
         done: object
 
-    def cond(c: Carry):
-        return (c.t < L) & ~jnp.all(c.done)
+    def cond(c: Carry, end: int):
+        return (c.t < end) & ~jnp.all(c.done)
 
-    def body(c: Carry):
-        logits, cache = model.decode(c.cache, c.tok, c.t, table)
+    def body(c: Carry, span: int | None):
+        logits, cache = model.decode(c.cache, c.tok, c.t, table, cpu, span)
         mask = allowed(c.gs, ctx)
         logits = jnp.where(mask, logits, -jnp.inf)
         logz = jax.nn.log_softmax(logits, axis=-1)
@@ -123,7 +163,16 @@ def sample(graphdef, params, src: Src, key, k: int, limits: Limits, temperature=
     c0 = Carry(jnp.int32(0), jnp.full((b, k), V.BOS, jnp.int32), cache, gs,
                jnp.zeros((b, k, nl.max_out), jnp.int32), jnp.zeros((b, k), jnp.float32),
                jnp.zeros((b, k), bool))  # fmt: skip
-    c = lax.while_loop(cond, body, c0)
+    if cpu:  # one loop per span: positions t < span attend to the first span positions
+        c = c0
+        for span in spans(nl.max_out):
+            end = min(span, L)
+            c = lax.while_loop(functools.partial(cond, end=end),
+                               functools.partial(body, span=span), c)  # fmt: skip
+            if end == L:
+                break
+    else:
+        c = lax.while_loop(functools.partial(cond, end=L), functools.partial(body, span=None), c0)
     return Samples(c.out, c.logp, c.done)
 
 

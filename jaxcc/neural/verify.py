@@ -48,7 +48,8 @@ verdicts hold on the probes only; that is what "probabilistic" verification mean
 
 Cost: a candidate is 1 + (F - 1) * P lanes (levels 2 and 3) or K lanes (level 1, K test
 cases). Lanes of absent functions, and of parameterless functions beyond probe 0, stop
-at once; ``shrink`` (default ``SHRINK``) lets the VM drop them from the lockstep array.
+at once; ``shrink`` (default ``shrink_levels``: ``SHRINK`` halvings, more on the CPU)
+lets the VM drop them from the lockstep array.
 To probe fewer functions, give ``make_probes`` ``n_params[:, :F]``.
 """
 
@@ -78,6 +79,24 @@ _INNER_STEPS = 16  # VM steps between "any lane running?" checks
 # probe 0) or early: on the H100, level 3 on 8 programs x 512 candidates (VERIFY_LIMITS,
 # 16 functions, 32 probes) took 14.7 s with 0 and 3.6 s with 2.
 SHRINK = 2
+# On the CPU (``shrink=None``, the default) the array halves until about CPU_SHRINK_LANES
+# lanes are left: each level is one more compiled loop body (about 1 s of XLA compile
+# each), but a few lanes that run to the step limit no longer keep a quarter of the
+# array running. Level 2 on the 2-core CPU, 12 programs x 16 candidates x 961 lanes (the
+# CLI's ``jaxcc run --compiler neural examples/*.py``): 184 s with 2 levels, 13 s with 8
+# (compile included).
+CPU_SHRINK_LANES = 1024
+
+
+def shrink_levels(shrink: int | None, n_lanes: int) -> int:
+    """The VM's ``shrink`` for a call of n_lanes lanes: ``shrink`` itself when given, else
+    SHRINK on an accelerator and, on the CPU, as many halvings as leave at least about
+    CPU_SHRINK_LANES lanes (at least SHRINK). No result depends on it."""
+    if shrink is not None:
+        return shrink
+    if jax.default_backend() != "cpu":
+        return SHRINK
+    return max(SHRINK, (n_lanes // CPU_SHRINK_LANES).bit_length())
 
 
 class Reason(enum.IntEnum):
@@ -290,7 +309,8 @@ def _fit(program: isa.Program, n_code: int, n_fn: int) -> isa.Program:
     return isa.Program(**fields)
 
 
-def _behave(program: isa.Program, rows, args, limits: Limits, n_funcs: int, shrink: int):
+def _behave(program: isa.Program, rows, args, limits: Limits, n_funcs: int,
+            shrink: int | None):  # fmt: skip
     """Behaviour of N flat programs; program n runs on probes ``args[rows[n]]``.
 
     Equivalent sequential Python (all lanes in ONE VM call)::
@@ -329,7 +349,15 @@ def _behave(program: isa.Program, rows, args, limits: Limits, n_funcs: int, shri
     entry = jnp.where(live, jnp.asarray(f_of)[None, :], 0).reshape(-1)
     budget = jnp.where(live, limits.max_steps, 0).astype(jnp.int32).reshape(-1)
     r = vm._run_lanes(
-        t, pid, entry, lane_args.reshape(n * per, n_a), budget, limits, _INNER_STEPS, 1, shrink
+        t,
+        pid,
+        entry,
+        lane_args.reshape(n * per, n_a),
+        budget,
+        limits,
+        _INNER_STEPS,
+        1,
+        shrink_levels(shrink, n * per),
     )
     r = jax.tree.map(lambda x: x.reshape(n, per, *x.shape[1:]), r)
 
@@ -371,7 +399,7 @@ def _flat(program: isa.Program) -> isa.Program:
 @functools.partial(jax.jit, static_argnames=("limits", "n_funcs", "shrink"))
 def behaviour(
     program: isa.Program, probes: Probes, limits: Limits, n_funcs: int | None = None,
-    shrink: int = SHRINK,
+    shrink: int | None = None,
 ) -> Behaviour:  # fmt: skip
     """Run programs [B, ...] or candidates [B, k, ...] on their probes [B, F, P, A].
 
@@ -380,7 +408,8 @@ def behaviour(
     function without parameters on probe 0 only), all as lanes of ONE ``vm._run_lanes``
     call under ``limits`` (max_stack, max_depth, max_output, max_steps). n_funcs (static,
     default F) is the number of functions probed. shrink (static) is passed to the VM: it
-    changes no result, it lets the lockstep array halve as lanes stop (see ``SHRINK``). Returns ``Behaviour``
+    changes no result, it lets the lockstep array halve as lanes stop (None:
+    ``shrink_levels``). Returns ``Behaviour``
     with the program's leading axes.
     """
     lead = program.op.shape[:-1]
@@ -419,7 +448,7 @@ class TestVerdict(NamedTuple):
 
 @functools.partial(jax.jit, static_argnames=("limits", "shrink"))
 def verify_tests(
-    candidates: isa.Program, cases, limits: Limits, shrink: int = SHRINK
+    candidates: isa.Program, cases, limits: Limits, shrink: int | None = None
 ) -> TestVerdict:
     """Level 1 (Algorithm 2): candidates [B, k, ...] on the caller's ``pipeline.Cases``
     [B, K] (entry Int32[B], args Int32[B, K, A], expected Int32[B, K], valid Bool[B, K]).
@@ -441,7 +470,8 @@ def verify_tests(
     args = jnp.repeat(jnp.asarray(cases.args, jnp.int32), k, axis=0).reshape(n * kc, n_a)
     valid = jnp.repeat(jnp.asarray(cases.valid, bool), k, axis=0)  # [n, K]
     budget = jnp.where(valid, limits.max_steps, 0).astype(jnp.int32).reshape(-1)
-    r = vm._run_lanes(t, pid, entry, args, budget, limits, _INNER_STEPS, 1, shrink)
+    r = vm._run_lanes(t, pid, entry, args, budget, limits, _INNER_STEPS, 1,
+                      shrink_levels(shrink, n * kc))  # fmt: skip
     st = r.status.reshape(n, kc)
     want = jnp.repeat(jnp.asarray(cases.expected, jnp.int32), k, axis=0)
     passed = (st == Code.OK) & (r.result.reshape(n, kc) == want)
@@ -484,7 +514,7 @@ def _signature_vector(beh: Behaviour):
 
 
 @functools.partial(jax.jit, static_argnames=("limits", "shrink"))
-def cluster(candidates: isa.Program, probes: Probes, limits: Limits, shrink: int = SHRINK) -> ClusterVerdict:  # fmt: skip
+def cluster(candidates: isa.Program, probes: Probes, limits: Limits, shrink: int | None = None) -> ClusterVerdict:  # fmt: skip
     """Level 2: group candidates [B, k, ...] by identical behaviour on the probes.
 
     Two candidates are in one group iff these are equal (``behaviour``): the module body's
@@ -542,7 +572,7 @@ class DiffVerdict(NamedTuple):
 @functools.partial(jax.jit, static_argnames=("limits", "shrink"))
 def verify_against(
     candidates: isa.Program, reference: isa.Program, probes: Probes, limits: Limits,
-    shrink: int = SHRINK,
+    shrink: int | None = None,
 ) -> DiffVerdict:  # fmt: skip
     """Level 3: candidates [B, k, ...] against the reference programs [B, ...] (the
     deterministic compiler's code), all in one VM call, on the probes [B, F, P, A].

@@ -1,0 +1,67 @@
+"""The sampler's CPU decode path (``sample(..., cpu_decode=True)``: float32 compute, a
+heads-major output cache, one ``while_loop`` per span of output positions) computes the
+same samples as the plain loop (one ``while_loop`` over the whole cache), on a tiny
+random float32 model where both compute in float32; and it stops as early."""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+import pytest
+
+from jaxcc.limits import Limits
+from jaxcc.neural import model as M
+from jaxcc.neural import sample as S
+from jaxcc.neural.inputs import source_features
+from jaxcc.reference.host_lex import host_lex_many
+
+LIM = Limits(max_source_bytes=512, max_tokens=256, max_code=160, max_funcs=6, max_locals=24,
+             max_stack=256, max_depth=12, max_output=16, max_steps=400)  # fmt: skip
+CFG = M.Config(d_model=32, n_layers=2, n_heads=2, d_ff=64, max_src=96, max_out=192,
+               remat=False, dtype="float32", features=2)  # fmt: skip
+SOURCES = [
+    "def f(a, b):\n    return a + b\nprint(f(2, 3))\n",
+    "x = 3\nwhile x > 0:\n    x -= 1\n    print(x, x < 2)\n",
+    "for i in range(10):\n    if i % 3 == 0:\n        continue\n    print(i)\n",
+]
+
+
+def test_spans():
+    assert S.spans(640) == (64, 128, 256, 512, 640)
+    assert S.spans(512) == (64, 128, 256, 512)
+    assert S.spans(160) == (64, 128, 160)
+    assert S.spans(64) == (64,)
+    assert S.spans(40) == (40,)
+
+
+@pytest.mark.parametrize("temperature, max_steps", [(1.0, None), (0.0, None), (1.0, 150)])
+def test_cpu_decode_equals_plain_loop(temperature, max_steps):
+    toks, _ = host_lex_many(SOURCES, LIM)
+    params = M.init_params(CFG, 3)
+    src = source_features(toks, CFG.nlimits)
+    run = lambda cpu: S.sample(M.graphdef(CFG), params, src, jax.random.key(11), 8, LIM,  # noqa: E731
+                               temperature, 0.95, True, max_steps, cpu_decode=cpu)  # fmt: skip
+    plain, cpu = run(False), run(True)
+    np.testing.assert_array_equal(np.asarray(cpu.tokens), np.asarray(plain.tokens))
+    np.testing.assert_array_equal(np.asarray(cpu.done), np.asarray(plain.done))
+    np.testing.assert_allclose(np.asarray(cpu.logp), np.asarray(plain.logp), rtol=1e-4, atol=1e-4)
+    lens = (np.asarray(plain.tokens) != 0).sum(-1)
+    if max_steps is None:
+        assert bool(np.all(np.asarray(plain.done)))
+    else:
+        assert lens.max() <= max_steps
+    if temperature > 0:  # the samples run into the later spans: every loop is exercised
+        assert lens.max() > S.spans(CFG.max_out)[1], lens.max()
+
+
+def test_cpu_decode_of_a_bfloat16_model_is_float32():
+    """A bfloat16 model (the shipped dtype) samples in float32 on the CPU path: the same
+    samples as the same parameters in a float32 model on the plain loop."""
+    toks, _ = host_lex_many(SOURCES[:2], LIM)
+    params = M.init_params(CFG, 4)
+    src = source_features(toks, CFG.nlimits)
+    bf16 = M.graphdef(CFG._replace(dtype="bfloat16"))
+    a = S.sample(bf16, params, src, jax.random.key(5), 4, LIM, 1.0, 0.95, cpu_decode=True)
+    b = S.sample(M.graphdef(CFG), params, src, jax.random.key(5), 4, LIM, 1.0, 0.95,
+                 cpu_decode=False)  # fmt: skip
+    np.testing.assert_array_equal(np.asarray(a.tokens), np.asarray(b.tokens))
