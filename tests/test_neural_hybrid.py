@@ -213,3 +213,39 @@ def test_claims_quick(tmp_path):
     assert (
         lc["programs_with_correct"] <= r["programs"] and lc["faster"] <= lc["programs_with_correct"]
     )
+
+
+def test_claims_timing_stops_at_the_memory_limit(monkeypatch):
+    """``claims.timing``: a batch size that runs out of device memory is recorded as the
+    device's limit and ends the sweep; any other error propagates; results are saved
+    after every batch size; every size sees the same shuffled programs."""
+    import types
+
+    from jaxcc.neural import claims
+
+    seen = []
+
+    def fake_batch(ns, cfg, params, sources, nl, vl, n_funcs, b, k, key, rp, thr, out):
+        seen.append((b, list(sources)))
+        if b >= 64:
+            raise RuntimeError("RESOURCE_EXHAUSTED: Out of memory while trying to allocate")
+        out["neural"].append({"batch": b})
+
+    monkeypatch.setattr(claims, "_timing_batch", fake_batch)
+    ns = types.SimpleNamespace(timing_budget_s=1e9, timing_k=4, det_batches="",
+                               batches="1,16,64,256", no_cpython=True)  # fmt: skip
+    saved = []
+    sources = [f"print({i})\n" for i in range(20)]
+    out = claims.timing(ns, None, None, sources, None, None, 4, save=lambda o: saved.append(len(o["neural"])))  # fmt: skip
+    assert [r["batch"] for r in out["neural"]] == [1, 16]
+    assert out["limit"]["batch"] == 64 and "RESOURCE_EXHAUSTED" in out["limit"]["error"]
+    assert [b for b, _ in seen] == [1, 16, 64] and saved == [1, 2, 2]
+    assert all(s == seen[0][1] for _, s in seen) and sorted(seen[0][1]) == sorted(sources)
+    assert seen[0][1] != sources  # a seeded shuffle, not the classes' order
+
+    def broken(*args):
+        raise ValueError("not a memory problem")
+
+    monkeypatch.setattr(claims, "_timing_batch", broken)
+    with pytest.raises(ValueError):
+        claims.timing(ns, None, None, sources, None, None, 4)
