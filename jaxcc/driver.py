@@ -342,10 +342,7 @@ def warm_up(n: int, limits: Limits = DEFAULT, **options) -> None:
     thread meanwhile (the CLI, while its compiler compiles; XLA's compile releases the
     GIL), and its own run then finds these in jit's cache. ``options``: the Driver's
     keyword options that change what compiles (inner_steps, unroll, backend, ratio)."""
-    n_i, n_f = limits.max_code, limits.max_funcs
-    program = isa.Program(*(np.zeros(n, np.int32) if f in ("n_code", "n_funcs") else
-                            np.zeros((n, n_f if f.startswith("fn_") else n_i), np.int32)
-                            for f in isa.Program._fields))  # fmt: skip
+    program = isa.empty_program(limits.max_code, limits.max_funcs, (n,))
     state = vm.start(program, limits, None, None, np.zeros(n, np.int32))
     for _ in Driver(state, limits, **options):
         pass

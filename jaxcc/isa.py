@@ -267,6 +267,15 @@ class Program(NamedTuple):
     n_funcs: object  # Int32[Array, "B"]
 
 
+def empty_program(n_code: int, n_funcs: int, batch: tuple[int, ...] = ()) -> Program:
+    """A Program of no code and no functions (numpy zeros: n_code = n_funcs = 0), padded
+    to ``n_code`` instructions and ``n_funcs`` functions, with leading axes ``batch``."""
+    z = lambda *tail: np.zeros((*batch, *tail), np.int32)  # noqa: E731
+    return Program(op=z(n_code), arg=z(n_code), line=z(n_code), n_code=z(),
+                   fn_entry=z(n_funcs), fn_nparams=z(n_funcs), fn_nlocals=z(n_funcs),
+                   fn_maxstack=z(n_funcs), fn_rettype=z(n_funcs), n_funcs=z())  # fmt: skip
+
+
 class RunResult(NamedTuple):
     """What running a batch of programs gives, lane by lane (reference interpreter and VM).
 

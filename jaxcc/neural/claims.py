@@ -346,42 +346,42 @@ def timing(ns, cfg, params, sources, nl, vl, n_funcs, save=None) -> dict:
     for b in [int(x) for x in ns.det_batches.split(",") if x]:
         srcs = (sources * (b // len(sources) + 1))[:b]
         src, length = lexer.encode(srcs, nl)
-        try:
-            first, t = _time(compiler.compile_arrays, src, length, nl)
-        except Exception as e:  # noqa: BLE001 (only the device's memory limit is kept)
-            if not _out_of_memory(e):
-                raise
-            out["deterministic_limit"] = {"batch": b, "error": str(e)[:300]}
-            print("timing deterministic: out of memory at batch", b, flush=True)
+        fits, timed = _fits(out, "deterministic_limit", b, _time, compiler.compile_arrays, src,
+                            length, nl)  # fmt: skip
+        if not fits:
             break
+        first, t = timed
         out["deterministic"].append({"batch": b, "seconds": t, "programs_per_s": b / t, "compile_s": first})  # fmt: skip
         print("timing deterministic", out["deterministic"][-1], flush=True)
     for b in [int(x) for x in ns.batches.split(",") if x]:
         if time.perf_counter() > t_end:
             out["stopped"] = f"timing budget {ns.timing_budget_s} s spent before batch {b}"
             break
-        try:
-            _timing_batch(ns, cfg, params, sources, nl, vl, n_funcs, b, k, key, rparams,
-                          threshold, out)  # fmt: skip
-        except Exception as e:  # noqa: BLE001 (only the device's memory limit is kept)
-            if not _out_of_memory(e):
-                raise
-            # the device's limit: the first batch size that does not fit in its memory
-            out["limit"] = {"batch": b, "error": str(e)[:300]}
-            print("timing: out of memory at batch", b, flush=True)
+        fits, _ = _fits(out, "limit", b, _timing_batch, ns, cfg, params, sources, nl, vl,
+                        n_funcs, b, k, key, rparams, threshold, out)  # fmt: skip
+        if save is not None:
+            save(out)
+        if not fits:
             break
-        finally:
-            if save is not None:
-                save(out)
     if not ns.no_cpython:
         out["cpython_compile"] = cpython_compile_rate(sources)
         print("timing cpython", out["cpython_compile"], flush=True)
     return out
 
 
-def _out_of_memory(e: Exception) -> bool:
-    m = str(e).lower()
-    return "resource_exhausted" in m or "out of memory" in m
+def _fits(out: dict, limit_key: str, b: int, f, *args) -> tuple[bool, object]:
+    """(True, f(*args)), or (False, None) when f ran out of device memory: then batch b,
+    the first size that does not fit, is recorded as the device's limit in
+    ``out[limit_key]``. Any other error propagates."""
+    try:
+        return True, f(*args)
+    except Exception as e:  # noqa: BLE001 (only the device's memory limit is kept)
+        m = str(e).lower()
+        if "resource_exhausted" not in m and "out of memory" not in m:
+            raise
+        out[limit_key] = {"batch": b, "error": str(e)[:300]}
+        print(f"timing: out of memory at batch {b} ({limit_key})", flush=True)
+        return False, None
 
 
 def _timing_batch(ns, cfg, params, sources, nl, vl, n_funcs, b, k, key, rparams, threshold,

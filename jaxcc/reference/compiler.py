@@ -1135,13 +1135,7 @@ def emit_code(tree: ast.Module, scopes: Scopes, types: Types, limits: Limits):
 
 
 def _empty_program(limits: Limits) -> isa.Program:
-    i, f = limits.max_code, limits.max_funcs
-    z = np.zeros
-    return isa.Program(
-        op=z(i, np.int32), arg=z(i, np.int32), line=z(i, np.int32), n_code=np.int32(0),
-        fn_entry=z(f, np.int32), fn_nparams=z(f, np.int32), fn_nlocals=z(f, np.int32),
-        fn_maxstack=z(f, np.int32), fn_rettype=z(f, np.int32), n_funcs=np.int32(0),
-    )  # fmt: skip
+    return isa.empty_program(limits.max_code, limits.max_funcs)
 
 
 def _as_bytes(source: str | bytes) -> bytes:
