@@ -190,7 +190,7 @@ def plots(out_dir: str, meta_: dict, rows: list[dict]) -> list[str]:
     for (bench, xkey), rs in sorted(groups.items()):
         lines: dict = {}
         for r in rs:
-            label = r.get("size") or ""
+            label = " ".join(str(r[k]) for k in ("size", "variant") if r.get(k))
             if xkey == "devices":
                 label = f"{label} B={r.get('batch')}"
             lines.setdefault(label, []).append((r[xkey], r["throughput"]))

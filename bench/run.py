@@ -1023,55 +1023,74 @@ def bench_neural(ctx: Ctx):
 
 @register("hybrid", needs=NEURAL_NEEDS, quick=False)
 def bench_hybrid(ctx: Ctx):
-    """The hybrid compiler (hybrid_compile with the shipped router, k = 16, sub-batch m =
-    batch) beside the deterministic compiler at the same shapes and CPython (compile() +
-    exec + the tests, one process) on the same programs, in one run: programs/s."""
+    """The paper's eq. 9-14 in one run (jaxcc.neural.claims.timing): the neural path (k =
+    16 samples, level-3 verification on 64 probes per function), hybrid_compile with the
+    shipped router, the deterministic GPU compiler and CPython compile() on every host
+    core, on one seeded shuffle of the held-out generated programs (levels 0-3) and the
+    hand-written ones; each --batches size until the device runs out of memory (then a
+    limit row), the deterministic compiler at --hybrid-det-batches. Every shape is
+    compiled first on --precompile-threads threads (compile_s of a row is then what is
+    left: loading the executable); hybrid_timing.json and throughput.png are written
+    beside results.json, the former after every batch size."""
     import jax
-    import jax.numpy as jnp
 
-    from jaxcc.neural import hybrid, router
+    from jaxcc.neural import claims
 
     cfg, params, lim, label = _neural_setup(ctx)
-    sources = _neural_sources(ctx, lim)
-    got = router.load()
-    rparams, threshold = got if got is not None else (None, 0.0)
-    k = 2 if ctx.quick else 16
-    batches = [b for b in ctx.batches() if b <= (4 if ctx.quick else 256)]
+    ns = claims.parse_args(["--out", ctx.args.out] + (["--quick"] if ctx.quick else []))
+    if not ctx.quick:
+        ns.batches = ",".join(map(str, ctx.batches()))
+        ns.det_batches = ctx.args.hybrid_det_batches
+    ns.timing_budget_s = ctx.args.entry_budget_s
+    ns.precompile_threads = ctx.args.precompile_threads
+    progs = claims.load_programs(ns)
+    _, ok = claims.reference([s for s, _ in progs], lim, ns.funcs)
+    sources = [s for (s, _), keep in zip(progs, ok, strict=True) if keep]
+    classes = [c for (_, c), keep in zip(progs, ok, strict=True) if keep]
+    device = jax.devices()[0].device_kind
+    path = os.path.join(ctx.args.out, "hybrid_timing.json")
 
-    def make(b):
-        return encode((sources * b)[:b], lim)
+    def save(out: dict) -> None:
+        doc = {"device": device, "model": label, "programs": len(sources),
+               "classes": {c: classes.count(c) for c in dict.fromkeys(classes)},
+               "args": vars(ns), "timing": out}  # fmt: skip
+        with open(path, "w") as f:
+            json.dump(doc, f, indent=1, default=str)
 
-    def run_hybrid(src, length, p, rp, thr):
-        h = hybrid.hybrid_compile(src, length, p, rp, thr, jax.random.key(0), cfg=cfg, k=k,
-                                  m=src.shape[0], limits=lim, nl=lim,
-                                  vl=hybrid.VERIFY_LIMITS if not ctx.quick else lim,
-                                  n_probes=32 if not ctx.quick else 8)  # fmt: skip
-        return h.path, h.program.n_code
-
-    jitted = jax.jit(run_hybrid)
-    for b in batches:
-        if ctx.over_budget():
-            ctx.add(bench="hybrid", batch=b, note="stopped: entry time budget spent")
-            break
-        src, length = make(b)
-        m = measure(jitted, (src, length, params, rparams, jnp.float32(threshold)), ctx)
-        path = np.asarray(m["out"][0])
-        counts = {f"path_{x.name.lower()}": int((path == x).sum()) for x in hybrid.Path}
-        ctx.add(bench="hybrid", size="small", batch=b, k=k, seconds=m["seconds"],
-                throughput=b / m["seconds"], unit="programs/s", compile_s=m["compile_s"],
-                p_simple=float(np.mean(path >= hybrid.Path.OVERFLOW)), model=label,
-                variant="hybrid", **counts)  # fmt: skip
-    det = jax.jit(compile_fn(lim))
-    for b in batches:
-        m = measure(det, make(b), ctx)
-        ctx.add(bench="hybrid", size="small", batch=b, seconds=m["seconds"],
-                throughput=b / m["seconds"], unit="programs/s", compile_s=m["compile_s"],
-                variant="deterministic")  # fmt: skip
-    progs = [p for p in ctx.corpus["small"] if p["source"] in set(sources)]
-    r = baselines.cpython(corpus_mod.tile(progs, _baseline_n(ctx, 2048, 64)))
-    ctx.add(bench="hybrid", size="small", batch=r["programs"], seconds=r["seconds"],
-            throughput=r["programs"] / r["seconds"], unit="programs/s", variant="cpython",
-            passed=r["passed"])  # fmt: skip
+    out = claims.timing(ns, cfg, params, sources, lim, claims.verify_limits(lim), ns.funcs, save)
+    save(out)
+    claims.plots(ctx.args.out, {"classes": {}, "timing": out, "device": device,
+                                "args": {"timing_k": ns.timing_k}})  # fmt: skip
+    common = dict(bench="hybrid", size="heldout+handwritten", programs=len(sources))
+    if "precompile" in out:
+        p = out["precompile"]
+        ctx.add(**common, variant="precompile", seconds=p["seconds"], compiles=p["compiles"],
+                threads=p["threads"], failed=len(p["failed"]))  # fmt: skip
+    for r in out["deterministic"]:
+        ctx.add(**common, variant="deterministic", batch=r["batch"], seconds=r["seconds"],
+                throughput=r["programs_per_s"], unit="programs/s", compile_s=r["compile_s"])  # fmt: skip
+    for r in out["neural"]:
+        ctx.add(**common, variant="neural", batch=r["batch"], k=r["k"], seconds=r["t_neural_s"],
+                t_gen_s=r["t_gen_s"], t_verify_s=r["t_verify_s"],
+                throughput=r["programs_per_s"], unit="programs/s", compile_s=r["compile_s"],
+                model=label)  # fmt: skip
+    for r in out["hybrid"]:
+        paths = {f"path_{name.lower()}": n for name, n in r["paths"].items()}
+        ctx.add(**common, variant="hybrid", batch=r["batch"], k=r["k"], seconds=r["seconds"],
+                throughput=r["programs_per_s"], unit="programs/s", compile_s=r["compile_s"],
+                p_simple=r["p_simple"], eq14_prediction_s=r["eq14_prediction_s"],
+                t_routing_s=r["t_routing_s"], model=label, **paths)  # fmt: skip
+    for key, variant in (("limit", "neural"), ("deterministic_limit", "deterministic")):
+        if key in out:
+            ctx.add(**common, variant=variant, note=f"out of device memory at batch "
+                    f"{out[key]['batch']} (the device's limit): {out[key]['error'][:160]}")  # fmt: skip
+    if "stopped" in out:
+        ctx.add(**common, note=f"stopped: {out['stopped']}")
+    if "cpython_compile" in out:
+        c = out["cpython_compile"]
+        ctx.add(**common, variant="cpython_compile", cores=c["cores"], seconds=c["seconds"],
+                throughput=c["programs_per_s"], unit="programs/s", note="CPython compile(), "
+                f"one process per host core, {c['programs']} programs")  # fmt: skip
 
 
 # the long-tail batch of the compaction entry: every program counts n down to 0 (15 VM
@@ -1291,6 +1310,10 @@ def parse_args(argv=None):
                    "loop_PLETTERS_rROUNDS)")  # fmt: skip
     p.add_argument("--neural-weights", default=None,
                    help="neural/hybrid entries: model.npz (default: the shipped model)")  # fmt: skip
+    p.add_argument("--hybrid-det-batches", default="1,16,128,256,1024,4096,16384,65536",
+                   help="hybrid entry: the deterministic compiler's batch sizes")  # fmt: skip
+    p.add_argument("--precompile-threads", type=int, default=8,
+                   help="hybrid entry: compile every shape first on this many threads (0: no)")  # fmt: skip
     p.add_argument("--n-corpus", type=int, default=None, help="programs per corpus size")
     p.add_argument("--cache", default=os.path.join(ROOT, ".jax_cache"),
                    help="persistent compilation cache ('' for none)")  # fmt: skip

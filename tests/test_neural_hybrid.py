@@ -225,8 +225,9 @@ def test_claims_timing_stops_at_the_memory_limit(monkeypatch):
 
     seen = []
 
-    def fake_batch(ns, cfg, params, sources, nl, vl, n_funcs, b, k, key, rp, thr, out):
-        seen.append((b, list(sources)))
+    def fake_batch(ns, jits, params, inputs, b, k, rp, thr, out):
+        seen.append((b, list(inputs.sources)))
+        assert [inputs.sources[i] for i in inputs.take(b)] == (inputs.sources * 13)[:b]
         if b >= 64:
             raise RuntimeError("RESOURCE_EXHAUSTED: Out of memory while trying to allocate")
         out["neural"].append({"batch": b})

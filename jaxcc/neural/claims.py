@@ -288,16 +288,19 @@ def class_stats(name: str, c3: np.ndarray, n: int, big: list[tuple[int, int]]) -
 # ------------------------------------------------------------------------ timing
 
 
-def _time(f, *args, repeats: int = 3) -> tuple[float, float]:
-    """(compile + first call seconds, median seconds of ``repeats`` further calls)."""
+def _time(f, *args, repeats: int = 3, out: list | None = None) -> tuple[float, float]:
+    """(compile + first call seconds, median seconds of ``repeats`` further calls); the
+    last call's result appended to ``out`` when given (no extra call to get it)."""
     t0 = time.perf_counter()
-    jax.block_until_ready(f(*args))
+    r = jax.block_until_ready(f(*args))
     first = time.perf_counter() - t0
     ts = []
     for _ in range(repeats):
         t0 = time.perf_counter()
-        jax.block_until_ready(f(*args))
+        r = jax.block_until_ready(f(*args))
         ts.append(time.perf_counter() - t0)
+    if out is not None:
+        out.append(r)
     return first, float(np.median(ts))
 
 
@@ -330,9 +333,130 @@ def cpython_compile_rate(sources, seconds: float = 2.0) -> dict:
     return {"cores": cores, "programs": n, "seconds": dt, "programs_per_s": n / dt}
 
 
+class TimingJits(NamedTuple):
+    """The jitted functions ``timing`` measures, made once (each compiles once per batch
+    shape). The model's and router's parameters are arguments, never closed over (they
+    would be constants in the HLO)."""
+
+    lex: object  # (source, length) -> (Tokens, Error)
+    gen: object  # (tokens, params, keys) -> (candidates, ok, ...): T_gen
+    ver: object  # (candidates, ref, probes) -> accepted: T_verify (level 3)
+    route: object  # (tokens, n_code, router params) -> scores: T_routing
+    hyb: object  # (source, length, params, router params, key) -> Hybrid
+    det: object  # (source, length) -> Compiled: T_trad
+
+
+def timing_jits(cfg, nl: Limits, vl: Limits, k: int, n_probes: int, threshold) -> TimingJits:
+    thr = float(threshold)
+    return TimingJits(
+        lex=jax.jit(lambda s, ln: lexer.lex(s, ln, nl)),
+        gen=jax.jit(lambda t, pr, kk: hybrid.sample_each(t, pr, kk, k, nl, 0.8, 0.95, True, cfg)),
+        ver=jax.jit(lambda c, r, p: verify.verify_against(c, r, p, vl).accepted),
+        route=jax.jit(lambda t, n, rp: router.score(rp, router.features(t, n))),
+        hyb=jax.jit(
+            lambda s, ln, pr, rp, kk: hybrid.hybrid_compile(
+                s, ln, pr, rp, jnp.float32(thr), kk, cfg=cfg, k=k, m=s.shape[0],
+                limits=nl, nl=nl, vl=vl, n_probes=n_probes,
+            )
+        ),
+        det=jax.jit(lambda s, ln: compiler.compile_arrays(s, ln, nl)),
+    )  # fmt: skip
+
+
+def verify_limits(nl: Limits) -> Limits:
+    """The VM limits of verification runs: nl's, with the verifier's smaller stack, depth,
+    output and step budget (hybrid.VERIFY_LIMITS)."""
+    return nl._replace(max_stack=min(nl.max_stack, 256), max_depth=min(nl.max_depth, 48),
+                       max_output=min(nl.max_output, 64),
+                       max_steps=min(hybrid.VERIFY_LIMITS.max_steps, nl.max_steps))  # fmt: skip
+
+
+class _Batches:
+    """Each batch size's host inputs: a prefix of the (shuffled) sources, tiled, with the
+    deterministic compiler's code computed once per distinct source."""
+
+    def __init__(self, sources, nl: Limits, n_funcs: int, key):
+        self.sources, self.nl, self.key = sources, nl, key
+        self.n_funcs = n_funcs
+        self._ref = None
+
+    def take(self, b: int) -> list[int]:
+        return [i % len(self.sources) for i in range(b)]
+
+    def src(self, b: int):
+        return lexer.encode([self.sources[i] for i in self.take(b)], self.nl)
+
+    def ref(self, b: int) -> isa.Program:
+        if self._ref is None:
+            ref, _ = reference(self.sources, self.nl, self.n_funcs)
+            self._ref = hybrid._widths(ref, self.nl.max_code, self.n_funcs)
+        idx = np.asarray(self.take(b))
+        return jax.tree.map(lambda x: np.asarray(x)[idx], self._ref)
+
+    def keys(self, b: int):
+        return jax.vmap(lambda i: jax.random.fold_in(self.key, i))(jnp.arange(b))
+
+
+def precompile(jits: TimingJits, inputs: _Batches, params, rparams, batches, det_batches,
+               n_probes: int, threads: int) -> dict:  # fmt: skip
+    """Compile every function ``timing`` will call, for every batch shape, on a pool of
+    ``threads`` threads (XLA's compile releases the GIL; tracing and lowering stay on
+    this thread, from the output shapes of the function before). With the persistent
+    compilation cache on, each later call loads its executable instead of compiling it;
+    without it, this only costs time. A compile that fails (for example, out of
+    memory while autotuning) is reported and left to the call itself."""
+    import concurrent.futures
+
+    t0 = time.perf_counter()
+    futures: dict = {}
+    with concurrent.futures.ThreadPoolExecutor(threads, thread_name_prefix="claims-compile") as pool:  # fmt: skip
+
+        def submit(name, low):
+            futures[name] = pool.submit(low.compile)
+            return low
+
+        # the slowest compiles first (the hybrid's, then sampling's; large batches before
+        # small), so that the pool's last thread does not start a long one late
+        big_first = sorted(batches, reverse=True)
+        for b in big_first:
+            submit(f"hyb {b}", jits.hyb.lower(*inputs.src(b), params, rparams, inputs.key))
+        shapes = {}
+        for b in big_first:
+            lex = jits.lex.lower(*inputs.src(b))
+            tokens = lex.out_info[0]
+            gen = submit(f"gen {b}", jits.gen.lower(tokens, params, inputs.keys(b)))
+            submit(f"lex {b}", lex)
+            shapes[b] = (tokens, gen.out_info[0])
+        for b in big_first:
+            tokens, cands = shapes[b]
+            ref = inputs.ref(b)
+            probes = jax.eval_shape(
+                lambda t, n: verify.make_probes(t, n, inputs.key, n_probes), tokens, ref.fn_nparams
+            )
+            submit(f"ver {b}", jits.ver.lower(cands, ref, probes))
+            if rparams is not None:
+                submit(f"route {b}", jits.route.lower(tokens, ref.n_code, rparams))
+        for b in sorted(det_batches, reverse=True):
+            submit(f"det {b}", jits.det.lower(*inputs.src(b)))
+        t_lower = time.perf_counter() - t0
+        failed = {}
+        for name, f in futures.items():
+            try:
+                f.result()
+            except Exception as e:  # noqa: BLE001 (the call itself will meet it again)
+                failed[name] = str(e)[:200]
+                print(f"precompile {name}: {failed[name]}", flush=True)
+    out = {"threads": threads, "compiles": len(futures), "lower_s": t_lower,
+           "seconds": time.perf_counter() - t0, "failed": failed}  # fmt: skip
+    print("timing precompile", out, flush=True)
+    return out
+
+
 def timing(ns, cfg, params, sources, nl, vl, n_funcs, save=None) -> dict:
     """Throughput and latency at each batch size (see the module docstring); ``save(out)``
-    after each batch size, so a run stopped by a time limit keeps what it measured."""
+    after each batch size, so a run stopped by a time limit keeps what it measured.
+    ``ns.precompile_threads`` > 0: compile every shape first, on that many threads
+    (``precompile``)."""
     out = {"neural": [], "deterministic": [], "routing": [], "hybrid": []}
     got = router.load()
     rparams, threshold = got if got is not None else (None, 0.0)
@@ -343,22 +467,30 @@ def timing(ns, cfg, params, sources, nl, vl, n_funcs, save=None) -> dict:
     sources = [sources[i] for i in order]
     t_end = time.perf_counter() + ns.timing_budget_s
     k = ns.timing_k
-    for b in [int(x) for x in ns.det_batches.split(",") if x]:
-        srcs = (sources * (b // len(sources) + 1))[:b]
-        src, length = lexer.encode(srcs, nl)
-        fits, timed = _fits(out, "deterministic_limit", b, _time, compiler.compile_arrays, src,
-                            length, nl)  # fmt: skip
+    det_batches = [int(x) for x in ns.det_batches.split(",") if x]
+    batches = [int(x) for x in ns.batches.split(",") if x]
+    inputs = _Batches(sources, nl, n_funcs, key)
+    jits = timing_jits(cfg, nl, vl, k, ns.probes, threshold) if cfg is not None else None
+    threads = getattr(ns, "precompile_threads", 0)
+    if threads and jits is not None:
+        out["precompile"] = precompile(jits, inputs, params, rparams, batches, det_batches,
+                                       ns.probes, threads)  # fmt: skip
+    for b in det_batches:
+        src, length = inputs.src(b)
+        fits, timed = _fits(out, "deterministic_limit", b, _time, jits.det, src, length)
         if not fits:
             break
         first, t = timed
         out["deterministic"].append({"batch": b, "seconds": t, "programs_per_s": b / t, "compile_s": first})  # fmt: skip
         print("timing deterministic", out["deterministic"][-1], flush=True)
-    for b in [int(x) for x in ns.batches.split(",") if x]:
+        if save is not None:
+            save(out)
+    for b in batches:
         if time.perf_counter() > t_end:
             out["stopped"] = f"timing budget {ns.timing_budget_s} s spent before batch {b}"
             break
-        fits, _ = _fits(out, "limit", b, _timing_batch, ns, cfg, params, sources, nl, vl,
-                        n_funcs, b, k, key, rparams, threshold, out)  # fmt: skip
+        fits, _ = _fits(out, "limit", b, _timing_batch, ns, jits, params, inputs, b, k,
+                        rparams, threshold, out)  # fmt: skip
         if save is not None:
             save(out)
         if not fits:
@@ -384,25 +516,22 @@ def _fits(out: dict, limit_key: str, b: int, f, *args) -> tuple[bool, object]:
         return False, None
 
 
-def _timing_batch(ns, cfg, params, sources, nl, vl, n_funcs, b, k, key, rparams, threshold,
+def _timing_batch(ns, jits: TimingJits, params, inputs: _Batches, b, k, rparams, threshold,
                   out) -> None:  # fmt: skip
     """One batch size of ``timing``: appends its rows to ``out``."""
-    srcs = (sources * (b // len(sources) + 1))[:b]
-    src, length = lexer.encode(srcs, nl)
+    src, length = inputs.src(b)
+    key = inputs.key
     # a call at batch 128 takes ~12 s on an H100: one timed call after the first there
     time_it = functools.partial(_time, repeats=3 if b < 128 else 1)
-    ref, _ = reference(srcs, nl, n_funcs)
-    ref = hybrid._widths(ref, nl.max_code, n_funcs)
-    tokens, _ = jax.jit(lexer.lex, static_argnames="limits")(src, length, nl)
-    keys = jax.vmap(lambda i: jax.random.fold_in(key, i))(jnp.arange(b))
+    ref = inputs.ref(b)
+    tokens, _ = jits.lex(src, length)
+    keys = inputs.keys(b)
 
-    # the model's parameters are arguments, never closed over (constants in the HLO)
-    gen = jax.jit(lambda t, pr, kk: hybrid.sample_each(t, pr, kk, k, nl, 0.8, 0.95, True, cfg))
-    first_g, t_gen = time_it(gen, tokens, params, keys)
-    cands, ok, _ = gen(tokens, params, keys)
+    got: list = []
+    first_g, t_gen = time_it(jits.gen, tokens, params, keys, out=got)
+    cands, ok, _ = got.pop()
     probes = verify.make_probes(tokens, ref.fn_nparams, key, ns.probes)
-    ver = jax.jit(lambda c, r, p: verify.verify_against(c, r, p, vl).accepted)
-    first_v, t_ver = time_it(ver, cands, ref, probes)
+    first_v, t_ver = time_it(jits.ver, cands, ref, probes)
     t_neural = t_gen + t_ver
     out["neural"].append({
         "batch": b, "k": k, "t_gen_s": t_gen, "t_verify_s": t_ver, "t_neural_s": t_neural,
@@ -411,26 +540,18 @@ def _timing_batch(ns, cfg, params, sources, nl, vl, n_funcs, b, k, key, rparams,
     })  # fmt: skip
     print("timing neural", out["neural"][-1], flush=True)
 
-    n_code = jnp.asarray(ref.n_code)
     if rparams is not None:
-        route = jax.jit(lambda t, n, rp: router.score(rp, router.features(t, n)))
-        _, t_route = time_it(route, tokens, n_code, rparams)
+        _, t_route = time_it(jits.route, tokens, ref.n_code, rparams)
     else:
         t_route = 0.0
     out["routing"].append({"batch": b, "t_routing_s": t_route})
 
-    hyb = jax.jit(
-        lambda s, ln, pr, rp, kk, b=b: hybrid.hybrid_compile(
-            s, ln, pr, rp, jnp.float32(threshold), kk, cfg=cfg, k=k, m=b,
-            limits=nl, nl=nl, vl=vl, n_probes=ns.probes,
-        )
-    )  # fmt: skip
-    first_h, t_hyb = time_it(hyb, src, length, params, rparams, key)
-    h = jax.device_get(hyb(src, length, params, rparams, key))
+    first_h, t_hyb = time_it(jits.hyb, src, length, params, rparams, key, out=got)
+    h = jax.device_get(got.pop())
     p_simple = float(np.mean(np.asarray(h.slot) >= 0))
     det = next((r for r in out["deterministic"] if r["batch"] == b), None)
     if det is None:
-        _, t_trad = time_it(compiler.compile_arrays, src, length, nl)
+        _, t_trad = time_it(jits.det, src, length)
     else:
         t_trad = det["seconds"]
     pred = p_simple * t_neural + (1 - p_simple) * t_trad + t_route
@@ -630,6 +751,10 @@ def parse_args(argv=None):
     p.add_argument("--det-batches", default="1,16,256,4096")
     p.add_argument("--timing-k", type=int, default=16)
     p.add_argument("--timing-budget-s", type=float, default=150.0)
+    p.add_argument("--precompile-threads", type=int, default=0,
+                   help="timing: compile every shape first on this many threads (0: as met)")  # fmt: skip
+    p.add_argument("--cache", default="",
+                   help="persistent compilation cache directory (precompiled shapes load from it)")  # fmt: skip
     p.add_argument("--no-timing", action="store_true", help="skip the timing part")
     p.add_argument("--timing-only", action="store_true", help="only the timing part")
     p.add_argument("--no-cpython", action="store_true")
@@ -648,6 +773,9 @@ def main(argv=None) -> int:
     ns = parse_args(argv)
     os.makedirs(ns.out, exist_ok=True)
     t_start = time.perf_counter()
+    if ns.cache:
+        jax.config.update("jax_compilation_cache_dir", ns.cache)
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
     if ns.quick and ns.weights is None:
         from jaxcc.neural.model import init_params
 
@@ -659,9 +787,7 @@ def main(argv=None) -> int:
         wname = ns.weights or weights.DEFAULT
         cfg, params = weights.load(wname)
         nl = QUICK_LIMITS if ns.quick else hybrid.NEURAL_LIMITS
-    vl = nl._replace(max_stack=min(nl.max_stack, 256), max_depth=min(nl.max_depth, 48),
-                     max_output=min(nl.max_output, 64),
-                     max_steps=min(hybrid.VERIFY_LIMITS.max_steps, nl.max_steps))  # fmt: skip
+    vl = verify_limits(nl)
     key = jax.random.key(2026)
 
     progs = load_programs(ns)
