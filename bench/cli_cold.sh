@@ -6,7 +6,8 @@
 # warm runs. One JSON line per run in $OUT/cold.jsonl (wall / user / sys seconds of the
 # `jaxcc run` process, exit status, the last stderr line); the per-jit XLA compile and
 # tracing lines of each cold run in $OUT/compiles_NAME.txt.
-#   bash bench/cli_cold.sh
+#   bash bench/cli_cold.sh                     # cold and warm, split and one jit
+#   CLI_COLD_SET=exec bash bench/cli_cold.sh   # warm runs with and without exec_cache
 set -uo pipefail
 export PYTHONPATH=${PYTHONPATH:-.} PYTHONUNBUFFERED=1
 out=${OUT:-/tmp/cli_cold}
@@ -29,6 +30,20 @@ run() {  # run NAME CACHE_DIR ENV... -- ARGS...
 }
 
 c=$(mktemp -d)
+if [ "${CLI_COLD_SET:-all}" = exec ]; then
+  # the executable cache (jaxcc/exec_cache.py): warm runs with it (the default) and
+  # without it (JAXCC_EXEC_CACHE=0: the persistent compilation cache alone)
+  run inf_cold_split "$c/b" -- "$inf"
+  run inf_warm_exec "$c/b" -- "$inf"
+  run inf_warm_noexec "$c/b" JAXCC_EXEC_CACHE=0 -- "$inf"
+  run collatz_cold_split "$c/c" -- examples/collatz.py
+  run collatz_warm_exec "$c/c" -- examples/collatz.py
+  run collatz_warm_noexec "$c/c" JAXCC_EXEC_CACHE=0 -- examples/collatz.py
+  run collatz_warm_exec2 "$c/c" -- examples/collatz.py
+  run examples_json_cold_split "$c/e" -- --json examples/*.py
+  run examples_json_warm_exec "$c/e" -- --json examples/*.py
+  exit 0
+fi
 run inf_cold_onejit "$c/a" JAXCC_SPLIT_COMPILE=0 -- "$inf"
 run inf_cold_split "$c/b" JAXCC_SPLIT_COMPILE=1 -- "$inf"
 run collatz_cold_split "$c/c" JAXCC_SPLIT_COMPILE=1 -- examples/collatz.py

@@ -729,7 +729,8 @@ def _cmd_dis(ns: argparse.Namespace) -> int:
 def enable_compilation_cache() -> None:
     """Use JAX's persistent compilation cache, so a second run skips XLA's compile.
 
-    The directory is $JAXCC_CACHE_DIR, else ~/.cache/jaxcc/xla.
+    The directory is $JAXCC_CACHE_DIR, else ~/.cache/jaxcc/xla (``enable_executable_cache``
+    keeps its entries in a subdirectory).
     """
     import jax
 
@@ -742,16 +743,36 @@ def enable_compilation_cache() -> None:
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
 
 
+def enable_executable_cache() -> None:
+    """Beside the persistent compilation cache, ``jaxcc.exec_cache`` (the compiler's jits
+    loaded on a warm run without tracing them) in its ``executables`` subdirectory;
+    JAXCC_EXEC_CACHE=0 turns it off."""
+    import jax
+
+    from jaxcc import exec_cache
+
+    base = jax.config.jax_compilation_cache_dir
+    if base and os.environ.get("JAXCC_EXEC_CACHE", "1") != "0":
+        exec_cache.enable(os.path.join(base, "executables"))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``jaxcc`` console script; returns the exit status."""
     parser = build_parser()
     ns = parser.parse_args(argv)
-    if {"jax", "neural", "hybrid"} & {getattr(ns, "compiler", None), getattr(ns, "vm", None)}:
-        enable_compilation_cache()
-    if ns.command == "run":
-        return _cmd_run(ns)
-    if ns.command == "dis":
-        return _cmd_dis(ns)
+    from jaxcc import exec_cache
+
+    before = exec_cache._DIR[0]
+    try:
+        if {"jax", "neural", "hybrid"} & {getattr(ns, "compiler", None), getattr(ns, "vm", None)}:
+            enable_compilation_cache()
+            enable_executable_cache()
+        if ns.command == "run":
+            return _cmd_run(ns)
+        if ns.command == "dis":
+            return _cmd_dis(ns)
+    finally:
+        exec_cache.enable(before)  # the command's, not the calling process's (tests)
     parser.print_help()
     return 2
 

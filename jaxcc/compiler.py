@@ -8,6 +8,7 @@ return shape as ``jaxcc.reference.compiler.compile_many``.
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import functools
 import os
 from typing import NamedTuple
@@ -15,7 +16,7 @@ from typing import NamedTuple
 import jax
 import numpy as np
 
-from jaxcc import isa, lexer, middle, parser
+from jaxcc import exec_cache, isa, lexer, middle, parser
 from jaxcc import optimize as opt
 from jaxcc.debuginfo import Debug, from_arrays
 from jaxcc.errors import Code, Error, Limit
@@ -113,22 +114,48 @@ def _compile_fast(source, length, t: Limits, optimize, passes, max_rounds,
                   stages: tuple = _FAST_STAGES, workers: int = 2) -> Compiled:  # fmt: skip
     """compile_arrays(source, length, t, ...) by the split jits ``stages``: each traced in
     turn (from the shapes the one before gives), compiled on a pool of ``workers``
-    threads meanwhile, then run in order."""
+    threads meanwhile, then run in order. With ``jaxcc.exec_cache`` enabled (the CLI)
+    the compiled jits are loaded from it when an earlier run stored them (no tracing),
+    and stored after compiling otherwise."""
+    options = CPU_FAST_COMPILE if stages is _FAST_STAGES else None
+    k = exec_cache.key("compiler._compile_fast", repr(options), source.shape,
+                       str(source.dtype), length.shape, str(length.dtype), t,
+                       bool(optimize), passes, max_rounds)  # fmt: skip
+
+    def compile_all(fresh: bool):
+        return _compile_stages(source, length, t, optimize, passes, max_rounds, stages,
+                               workers, fresh)  # fmt: skip
+
+    def run(execs):
+        compiled = execs[2](*execs[1](*execs[0](source, length)))
+        if optimize:
+            compiled = compiled._replace(program=execs[3](compiled.program))
+        return compiled
+
+    return exec_cache.call(k, compile_all, run)
+
+
+def _compile_stages(source, length, t, optimize, passes, max_rounds, stages, workers,
+                    fresh: bool = False) -> list:  # fmt: skip
+    """The compiled split jits (lexer, parser, middle end, and the optimizer when
+    ``optimize``) for these shapes, not yet run; ``fresh``: lowered and compiled
+    bypassing JAX's persistent cache (``exec_cache.fresh``), for the executable cache."""
     lex, parse, mid, optimize_batch = stages
-    with concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="jaxcc-compile") as pool:  # fmt: skip
+    compile_ = exec_cache.compile_fresh if fresh else (lambda low: low.compile())
+    with (
+        concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="jaxcc-compile") as pool,
+        exec_cache.fresh() if fresh else contextlib.nullcontext(),
+    ):
         low = lex.lower(source, length, t)
-        lex_c = pool.submit(low.compile)
+        futures = [pool.submit(compile_, low)]
         low = parse.lower(*low.out_info, t)
-        parse_c = pool.submit(low.compile)
+        futures.append(pool.submit(compile_, low))
         low = mid.lower(*low.out_info, t)
-        mid_c = pool.submit(low.compile)
+        futures.append(pool.submit(compile_, low))
         if optimize:
             low = optimize_batch.lower(low.out_info.program, t, passes, max_rounds)
-            opt_c = pool.submit(low.compile)
-        compiled = mid_c.result()(*parse_c.result()(*lex_c.result()(source, length)))
-        if optimize:
-            compiled = compiled._replace(program=opt_c.result()(compiled.program))
-    return compiled
+            futures.append(pool.submit(compile_, low))
+        return [f.result() for f in futures]
 
 
 def compile_arrays(source, length, limits: Limits = DEFAULT, optimize: int = False,
