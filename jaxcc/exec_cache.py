@@ -16,7 +16,10 @@ is a miss and is rewritten, never an error. ``call`` is the way in: what it stor
 compiled bypassing JAX's persistent cache (XLA:CPU cannot run an executable that came
 from that cache and was serialized again: "Function iota.309_kernel not found") and
 stored before it first runs (XLA:CPU executables do not serialize once run); an entry
-that fails to load or to run is dropped and the run compiles instead. Entries are written atomically (a temporary file, then a rename), so
+that fails to load or to run is dropped and the run compiles instead. Nothing is
+evicted: an entry is ~16 MB (the CLI's one-file shape on the CPU, most of it the
+lexer), one per shape tier, jaxcc version and device kind; delete the directory to
+reclaim the space. Entries are written atomically (a temporary file, then a rename), so
 two processes sharing a cache never read a partial entry.
 """
 
