@@ -48,6 +48,7 @@ from bench import corpus as corpus_mod  # noqa: E402
 # seconds for the lexer): few sizes, a factor of 16 apart.
 FULL_BATCHES = [1, 16, 256, 4096, 65536, 262144]
 QUICK_BATCHES = [1, 16]
+HYBRID_BATCHES = [1, 16, 128, 256, 512]  # the hybrid entry's, unless --batches
 
 
 class Entry(NamedTuple):
@@ -1028,10 +1029,11 @@ def bench_hybrid(ctx: Ctx):
     shipped router, the deterministic GPU compiler and CPython compile() on every host
     core, on one seeded shuffle of the held-out generated programs (levels 0-3) and the
     hand-written ones; each --batches size until the device runs out of memory (then a
-    limit row), the deterministic compiler at --hybrid-det-batches. Every shape is
-    compiled first on --precompile-threads threads (compile_s of a row is then what is
-    left: loading the executable); hybrid_timing.json and throughput.png are written
-    beside results.json, the former after every batch size."""
+    limit row; default 1, 16, 128, 256, 512), the deterministic compiler at
+    --hybrid-det-batches. Every shape is compiled first on --precompile-threads threads
+    (compile_s of a row is then what is left: loading the executable);
+    hybrid_timing.json and throughput.png are written beside results.json, the former
+    after every batch size."""
     import jax
 
     from jaxcc.neural import claims
@@ -1039,7 +1041,10 @@ def bench_hybrid(ctx: Ctx):
     cfg, params, lim, label = _neural_setup(ctx)
     ns = claims.parse_args(["--out", ctx.args.out] + (["--quick"] if ctx.quick else []))
     if not ctx.quick:
-        ns.batches = ",".join(map(str, ctx.batches()))
+        # the neural path runs out of memory between 256 and 512 programs on an 80 GB
+        # GPU: without --batches, no larger sizes (each would be compiled first)
+        given = getattr(ctx.args, "batches_given", True)
+        ns.batches = ",".join(map(str, ctx.batches() if given else HYBRID_BATCHES))
         ns.det_batches = ctx.args.hybrid_det_batches
     ns.timing_budget_s = ctx.args.entry_budget_s
     ns.precompile_threads = ctx.args.precompile_threads
@@ -1321,6 +1326,7 @@ def parse_args(argv=None):
     a = p.parse_args(argv)
     q = a.quick
     a.sizes = a.sizes.split(",") if a.sizes else (["small"] if q else list(corpus_mod.SIZES))
+    a.batches_given = a.batches is not None
     a.batches = (
         [int(x) for x in a.batches.split(",")]
         if a.batches
