@@ -79,13 +79,18 @@ def split_compile(batch: int, fast: bool | None = None) -> bool:
     )
 
 
-# _front_and_middle as three jits (and the optimizer as a fourth), for the fast
-# compile: each compiles on its own thread as soon as the one before it has been traced,
-# so the host's cores share the compile (XLA's compile releases the GIL), and three
-# smaller modules compile in less time than one (XLA's per-module costs grow faster
-# than linearly). The same operations in the same order: the same results.
-def _lex_stage(source, length, limits: Limits):
-    return lexer.lex(source, length, limits)
+# _front_and_middle as four jits (the lexer in two halves, the parser, the middle end;
+# the optimizer a fifth), for the fast compile: each compiles on its own thread as soon
+# as the one before it has been traced, so the host's cores share the compile (XLA's
+# compile releases the GIL), and smaller modules compile in less time than one (XLA's
+# per-module costs grow faster than linearly). The same operations in the same order:
+# the same results.
+def _lex_front_stage(source, length, limits: Limits):
+    return lexer.lex_front(source, length, limits)
+
+
+def _lex_back_stage(source, length, front, limits: Limits):
+    return lexer.lex_back(source, length, front, limits)
 
 
 def _parse_stage(tokens, lex_error, limits: Limits):
@@ -97,13 +102,16 @@ def _middle_stage(ast, parse_error, limits: Limits) -> Compiled:
 
 
 def _stage_jits(options: dict | None) -> tuple:
-    """(lexer, parser, middle end, optimizer) jits compiled with XLA ``options``."""
+    """(lexer's first half, lexer's second half, parser, middle end, optimizer) jits
+    compiled with XLA ``options``. The lexer is two jits because its XLA compile is the
+    longest of the compiler's on a GPU (~590 kernels, ~19 s on an H100): two halves
+    compile at once on two threads."""
 
     def jit(f, static_argnames=("limits",)):
         return jax.jit(f, static_argnames=static_argnames, compiler_options=options)
 
-    stages = tuple(jit(f) for f in (_lex_stage, _parse_stage, _middle_stage))
-    return (*stages, jit(opt.optimize_batch, opt.STATIC_ARGNAMES))
+    stages = (_lex_front_stage, _lex_back_stage, _parse_stage, _middle_stage)
+    return (*(jit(f) for f in stages), jit(opt.optimize_batch, opt.STATIC_ARGNAMES))
 
 
 _FAST_STAGES = _stage_jits(CPU_FAST_COMPILE)  # the CPU's
@@ -127,9 +135,10 @@ def _compile_fast(source, length, t: Limits, optimize, passes, max_rounds,
                                workers, fresh)  # fmt: skip
 
     def run(execs):
-        compiled = execs[2](*execs[1](*execs[0](source, length)))
+        front = execs[0](source, length)
+        compiled = execs[3](*execs[2](*execs[1](source, length, front)))
         if optimize:
-            compiled = compiled._replace(program=execs[3](compiled.program))
+            compiled = compiled._replace(program=execs[4](compiled.program))
         return compiled
 
     return exec_cache.call(k, compile_all, run)
@@ -140,14 +149,16 @@ def _compile_stages(source, length, t, optimize, passes, max_rounds, stages, wor
     """The compiled split jits (lexer, parser, middle end, and the optimizer when
     ``optimize``) for these shapes, not yet run; ``fresh``: lowered and compiled
     bypassing JAX's persistent cache (``exec_cache.fresh``), for the executable cache."""
-    lex, parse, mid, optimize_batch = stages
+    lex_front, lex_back, parse, mid, optimize_batch = stages
     compile_ = exec_cache.compile_fresh if fresh else (lambda low: low.compile())
     with (
         concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="jaxcc-compile") as pool,
         exec_cache.fresh() if fresh else contextlib.nullcontext(),
     ):
-        low = lex.lower(source, length, t)
+        low = lex_front.lower(source, length, t)
         futures = [pool.submit(compile_, low)]
+        low = lex_back.lower(source, length, low.out_info, t)
+        futures.append(pool.submit(compile_, low))
         low = parse.lower(*low.out_info, t)
         futures.append(pool.submit(compile_, low))
         low = mid.lower(*low.out_info, t)
@@ -256,7 +267,7 @@ def compile_many(sources, limits: Limits = DEFAULT, optimize: int = False,
                 out = _compile_fast(source, length, t, optimize, passes, max_rounds)
             elif split_compile(len(idx) + pad, fast):
                 out = _compile_fast(source, length, t, optimize, passes, max_rounds,
-                                    _SPLIT_STAGES, min(4, os.cpu_count() or 1))  # fmt: skip
+                                    _SPLIT_STAGES, min(5, os.cpu_count() or 1))  # fmt: skip
             else:
                 out = compile_arrays(source, length, t, optimize, passes, max_rounds)
             out = jax.device_get(out)

@@ -1209,13 +1209,38 @@ def _finish(
     return toks, error
 
 
+class _Front(NamedTuple):
+    """What ``_lex_front`` hands to ``_lex_back``: every per-byte analysis up to the
+    glued numbers (arrays only: ``_Bytes``, which has a static field, is recomputed)."""
+
+    d: _Dfa
+    tok: _Toks
+    ln: _Lines
+    c: _Kinds
+    st: _Stmts
+    ind: _Indent
+    num: _Num
+    w: _Words
+    ops: _Ops
+    se: _StrEnds
+    s: _Str
+    em: _Emit
+    te: _TokErr
+    g: _Glue
+
+
 def _lex_one(src, length, tables, limits: Limits):
     """One program's tokens and first error: the steps above, in order. Per byte: the
     DFA's tokens, lines, token kinds, statement lines and their indentation, values,
-    each kind of error; then the first error, the token count, and the T + 1 output
-    slots filled from the events that cover them; last the global checks."""
-    T = limits.max_tokens
-    K = T + 2  # statement lines kept (each but the last ends with a NEWLINE token)
+    each kind of error (``_lex_front``); then the first error, the token count, and the
+    T + 1 output slots filled from the events that cover them; last the global checks
+    (``_lex_back``). Two functions so that a caller may compile them as two jits (XLA's
+    compile of the whole lexer is the longest of the compiler's on a GPU)."""
+    return _lex_back(src, length, _lex_front(src, length, tables, limits), tables, limits)
+
+
+def _lex_front(src, length, tables, limits: Limits) -> _Front:
+    K = limits.max_tokens + 2  # statement lines kept (each but the last ends with a NEWLINE)
     x = _read_bytes(src, length)
     d = _dfa_tokens(x, tables)
     tok = _split_numbers(x, d)
@@ -1231,6 +1256,14 @@ def _lex_one(src, length, tables, limits: Limits):
     em = _token_kinds(tok, d, c, st, num, w, ops)
     te = _token_errors(x, d, c, st, num, w, ops, em.emit)
     g = _glued_numbers(x, d, c, num, w, te.num_err)
+    return _Front(d, tok, ln, c, st, ind, num, w, ops, se, s, em, te, g)
+
+
+def _lex_back(src, length, f: _Front, tables, limits: Limits):
+    T = limits.max_tokens
+    K = T + 2
+    x = _read_bytes(src, length)
+    d, tok, ln, c, st, ind, num, w, ops, se, s, em, te, g = f
     key_str = jnp.where(c.t_quote, 4 * s.str_at + 2, _BIG)  # strings' error keys
     eof = _eof(x, tok, ln, st, ind)
     fe = _first_error(x, ln, ind, te, key_str, g, eof)
@@ -1431,6 +1464,25 @@ def lex(source, length, limits: Limits = DEFAULT) -> tuple[Tokens, Error]:
         toks, err = _lex_jit(source[None], length[None], dfa_tables(source.shape[-1]), limits)
         return jax.tree.map(lambda x: x[0], (toks, err))
     return _lex_jit(source, length, dfa_tables(source.shape[-1]), limits)
+
+
+def lex_front(source, length, limits: Limits = DEFAULT) -> _Front:
+    """The first half of ``lex`` on a batch (UInt8[B, N], Int32[B]): the per-byte
+    analyses, for a caller that compiles the lexer as two jits (``jaxcc.compiler``'s
+    split compile); ``lex_back(source, length, lex_front(source, length, limits),
+    limits)`` equals ``lex(source, length, limits)``."""
+    limits.check()
+    front = functools.partial(_lex_front, limits=limits)
+    tables = dfa_tables(source.shape[-1])
+    return jax.vmap(front, in_axes=(0, 0, None))(source, jnp.asarray(length, I32), tables)
+
+
+def lex_back(source, length, front: _Front, limits: Limits = DEFAULT) -> tuple[Tokens, Error]:
+    """The second half of ``lex`` (see ``lex_front``): tokens and the first error."""
+    back = functools.partial(_lex_back, limits=limits)
+    tables = dfa_tables(source.shape[-1])
+    return jax.vmap(back, in_axes=(0, 0, 0, None))(source, jnp.asarray(length, I32), front,
+                                                   tables)  # fmt: skip
 
 
 def encode(sources, limits: Limits = DEFAULT) -> tuple[np.ndarray, np.ndarray]:

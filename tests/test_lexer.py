@@ -425,3 +425,23 @@ def test_narrow_scans_match_int32():
     assert lexer._cummax(x).dtype == lexer._rcummin(x).dtype == jnp.int32
     d = jnp.asarray(rng.integers(-1, 2, n).astype(np.int32))
     assert np.array_equal(lexer._cumsum(d, n), jnp.cumsum(d))
+
+
+def test_lex_in_two_halves_equals_lex():
+    """``lex_back(lex_front(...))``, each half its own jit (the compiler's split compile),
+    gives exactly ``lex``'s tokens and errors, on valid programs and on every kind of
+    lexical error."""
+    import glob
+    import os
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    sources = [open(f).read() for f in sorted(glob.glob(os.path.join(root, "examples", "*.py")))]
+    sources += ["x = 1 +\n", "s = 'abc\n", "x = 0x\n", "if x:\n\t  y = 1\n  z = 2\n",
+                "x = 1\n  y = 2\n", "a = 1$\n", "x = 12abc\n", "def f(:\n", "", "x = (\n"]  # fmt: skip
+    src, length = lexer.encode(sources, LIM)
+    want = lexer.lex(src, length, LIM)
+    front = jax.jit(lambda s, n: lexer.lex_front(s, n, LIM))(src, length)
+    got = jax.jit(lambda s, n, f: lexer.lex_back(s, n, f, LIM))(src, length, front)
+    for a, b in zip(jax.tree.leaves(want), jax.tree.leaves(got), strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    assert (np.asarray(want[1].code) != Code.OK).sum() >= 6  # the errors took part
