@@ -4,7 +4,7 @@ persistent cache, the one-file shape of `jaxcc run examples/collatz.py`.
 
     PYTHONPATH=. python bench/gpu_compile_options.py OUT.jsonl [SET ...]
 
-Per set: each stage's lower and compile seconds (``compiler._stage_jits``: NAMES,
+Per set: each stage's lower and compile seconds (lexer's two halves, parser, middle end, optimizer,
 compiled one after another, so each number is that stage's own), then the compiled
 stages' run time at batch 1 and 256 (median of 20 calls): options that compile faster
 may run slower. Sets whose options XLA does not know are recorded with the error.
@@ -18,7 +18,6 @@ import subprocess
 import sys
 import time
 
-NAMES = ("lexer_front", "lexer_back", "parser", "resolve", "types", "emit", "optimizer")
 SETS = {
     "default": {},
     "llvm_parallel": {"xla_gpu_force_compilation_parallelism": 16},
@@ -48,7 +47,7 @@ def one(name: str) -> dict:
 
     src = open(os.path.join(os.path.dirname(__file__), "..", "examples", "collatz.py")).read()
     t = compiler.tier(CLI, len(src.encode()))
-    jits = compiler._stage_jits(SETS[name] or None)
+    lex_front, lex_back, parse, mid, optimize_batch = compiler._stage_jits(SETS[name] or None)
     passes, rounds = opt.level(1, None, None)
     out = {
         "set": name,
@@ -60,21 +59,12 @@ def one(name: str) -> dict:
     fns = {}
     for b in (1, 256):
         source, length = lexer.encode([src] * b, t)
-        steps = tuple(
-            zip(
-                NAMES,
-                jits,
-                (
-                    lambda r, s=source, n=length: (s, n, t),
-                    lambda r, s=source, n=length: (s, n, r, t),
-                    lambda r: (*r, t),
-                    lambda r: (*r, t),
-                    lambda r: (r, t),
-                    lambda r: (r, t),
-                    lambda r: (r.program, t, passes, rounds),
-                ),
-                strict=True,
-            )
+        steps = (
+            ("lexer_front", lex_front, lambda r, s=source, n=length: (s, n, t)),
+            ("lexer_back", lex_back, lambda r, s=source, n=length: (s, n, r, t)),
+            ("parser", parse, lambda r: (*r, t)),
+            ("middle", mid, lambda r: (*r, t)),
+            ("optimizer", optimize_batch, lambda r: (r.program, t, passes, rounds)),
         )
         stages, r = [], None
         for sname, f, make in steps:
@@ -91,8 +81,8 @@ def one(name: str) -> dict:
         fns[b] = (stages, source, length)
 
     def run(stages, source, length):
-        lf, lb, pa, re_, ty, em, op = stages
-        r = em(ty(re_(*pa(*lb(source, length, lf(source, length))))))
+        lf, lb, pa, mi, op = stages
+        r = mi(*pa(*lb(source, length, lf(source, length))))
         return op(r.program)
 
     for b, (stages, source, length) in fns.items():
@@ -103,7 +93,9 @@ def one(name: str) -> dict:
             jax.block_until_ready(run(stages, source, length))
             ts.append(time.perf_counter() - t1)
         out[f"run_b{b}_s"] = float(np.median(ts))
-    out["compile_total_s"] = sum(out[f"{s}_compile_s"] for s in NAMES)
+    out["compile_total_s"] = sum(
+        out[f"{s}_compile_s"] for s in ("lexer", "parser", "middle", "optimizer")
+    )
     return out
 
 

@@ -79,8 +79,8 @@ def split_compile(batch: int, fast: bool | None = None) -> bool:
     )
 
 
-# _front_and_middle as six jits (the lexer in two halves, the parser, the middle end's
-# three passes; the optimizer a seventh), for the fast compile: each compiles on its own thread as soon
+# _front_and_middle as four jits (the lexer in two halves, the parser, the middle end;
+# the optimizer a fifth), for the fast compile: each compiles on its own thread as soon
 # as the one before it has been traced, so the host's cores share the compile (XLA's
 # compile releases the GIL), and smaller modules compile in less time than one (XLA's
 # per-module costs grow faster than linearly). The same operations in the same order:
@@ -97,34 +97,21 @@ def _parse_stage(tokens, lex_error, limits: Limits):
     return parser.parse(tokens, limits, lex_error=lex_error)
 
 
-def _resolve_stage(ast, parse_error, limits: Limits) -> middle.State:
-    st = middle.initial_state(ast, parse_error)
-    return middle.pass_batched("resolve_names", st, limits)
-
-
-def _types_stage(st, limits: Limits) -> middle.State:
-    return middle.pass_batched("infer_types", st, limits)
-
-
-def _emit_stage(st, limits: Limits) -> Compiled:
-    return Compiled(*middle.outcome(middle.pass_batched("emit_code", st, limits)))
-
-
-# the split compile's stages (each a jit): source, length -> ... -> Compiled
-_STAGE_FNS = (_lex_front_stage, _lex_back_stage, _parse_stage, _resolve_stage, _types_stage,
-              _emit_stage)  # fmt: skip
+def _middle_stage(ast, parse_error, limits: Limits) -> Compiled:
+    return Compiled(*middle.middle_end_debug(ast, None, limits, parse_error))
 
 
 def _stage_jits(options: dict | None) -> tuple:
-    """The ``_STAGE_FNS`` and the optimizer as jits compiled with XLA ``options``. The
-    lexer is two jits and the middle end three (its passes) because XLA's compile time
-    grows faster than a module's size: on an H100 the lexer as one jit compiled in ~19
-    s and its two halves in 3.5 and 2.7 s, at once on two threads."""
+    """(lexer's first half, lexer's second half, parser, middle end, optimizer) jits
+    compiled with XLA ``options``. The lexer is two jits because its XLA compile is the
+    longest of the compiler's on a GPU (~590 kernels, ~19 s on an H100): two halves
+    compile at once on two threads."""
 
     def jit(f, static_argnames=("limits",)):
         return jax.jit(f, static_argnames=static_argnames, compiler_options=options)
 
-    return (*(jit(f) for f in _STAGE_FNS), jit(opt.optimize_batch, opt.STATIC_ARGNAMES))
+    stages = (_lex_front_stage, _lex_back_stage, _parse_stage, _middle_stage)
+    return (*(jit(f) for f in stages), jit(opt.optimize_batch, opt.STATIC_ARGNAMES))
 
 
 _FAST_STAGES = _stage_jits(CPU_FAST_COMPILE)  # the CPU's
@@ -148,11 +135,10 @@ def _compile_fast(source, length, t: Limits, optimize, passes, max_rounds,
                                workers, fresh)  # fmt: skip
 
     def run(execs):
-        lex_front, lex_back, parse, resolve, types, emit = execs[:6]
-        tokens, lex_error = lex_back(source, length, lex_front(source, length))
-        compiled = emit(types(resolve(*parse(tokens, lex_error))))
+        front = execs[0](source, length)
+        compiled = execs[3](*execs[2](*execs[1](source, length, front)))
         if optimize:
-            compiled = compiled._replace(program=execs[6](compiled.program))
+            compiled = compiled._replace(program=execs[4](compiled.program))
         return compiled
 
     return exec_cache.call(k, compile_all, run)
@@ -163,7 +149,7 @@ def _compile_stages(source, length, t, optimize, passes, max_rounds, stages, wor
     """The compiled split jits (lexer, parser, middle end, and the optimizer when
     ``optimize``) for these shapes, not yet run; ``fresh``: lowered and compiled
     bypassing JAX's persistent cache (``exec_cache.fresh``), for the executable cache."""
-    lex_front, lex_back, parse, resolve, types, emit, optimize_batch = stages
+    lex_front, lex_back, parse, mid, optimize_batch = stages
     compile_ = exec_cache.compile_fresh if fresh else (lambda low: low.compile())
     with (
         concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="jaxcc-compile") as pool,
@@ -175,11 +161,7 @@ def _compile_stages(source, length, t, optimize, passes, max_rounds, stages, wor
         futures.append(pool.submit(compile_, low))
         low = parse.lower(*low.out_info, t)
         futures.append(pool.submit(compile_, low))
-        low = resolve.lower(*low.out_info, t)
-        futures.append(pool.submit(compile_, low))
-        low = types.lower(low.out_info, t)
-        futures.append(pool.submit(compile_, low))
-        low = emit.lower(low.out_info, t)
+        low = mid.lower(*low.out_info, t)
         futures.append(pool.submit(compile_, low))
         if optimize:
             low = optimize_batch.lower(low.out_info.program, t, passes, max_rounds)
@@ -285,7 +267,7 @@ def compile_many(sources, limits: Limits = DEFAULT, optimize: int = False,
                 out = _compile_fast(source, length, t, optimize, passes, max_rounds)
             elif split_compile(len(idx) + pad, fast):
                 out = _compile_fast(source, length, t, optimize, passes, max_rounds,
-                                    _SPLIT_STAGES, min(7, os.cpu_count() or 1))  # fmt: skip
+                                    _SPLIT_STAGES, min(5, os.cpu_count() or 1))  # fmt: skip
             else:
                 out = compile_arrays(source, length, t, optimize, passes, max_rounds)
             out = jax.device_get(out)

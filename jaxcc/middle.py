@@ -85,17 +85,6 @@ def outcome(st: State):
     return st.program, Error(e.code, e.line, e.col, e.detail), st.debug
 
 
-def pass_batched(name: str, st: State, limits: Limits) -> State:
-    """The pass ``name`` of PASSES on a batched State (leading axis B), for a caller
-    that compiles the passes as separate jits (``jaxcc.compiler``'s split compile):
-    ``initial_state``, every pass in order, then ``outcome`` equals
-    ``middle_end_debug``."""
-    if name == PASSES[0][0]:
-        limits.check()
-    f = dict(PASSES)[name]
-    return jax.vmap(lambda one: f(one, limits))(st)
-
-
 def _one(st: State, limits: Limits):
     for _, f in PASSES:
         st = f(st, limits)
