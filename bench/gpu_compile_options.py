@@ -94,7 +94,8 @@ def one(name: str) -> dict:
             ts.append(time.perf_counter() - t1)
         out[f"run_b{b}_s"] = float(np.median(ts))
     out["compile_total_s"] = sum(
-        out[f"{s}_compile_s"] for s in ("lexer", "parser", "middle", "optimizer")
+        out[f"{s}_compile_s"]
+        for s in ("lexer_front", "lexer_back", "parser", "middle", "optimizer")
     )
     return out
 
