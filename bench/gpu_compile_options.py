@@ -47,7 +47,9 @@ def one(name: str) -> dict:
 
     src = open(os.path.join(os.path.dirname(__file__), "..", "examples", "collatz.py")).read()
     t = compiler.tier(CLI, len(src.encode()))
-    lex_front, lex_back, parse, mid, optimize_batch = compiler._stage_jits(SETS[name] or None)
+    lex_front, lex_back, parse, mid, optimize_batch = compiler._stage_jits(
+        SETS[name] or None, split_lexer=True
+    )
     passes, rounds = opt.level(1, None, None)
     out = {
         "set": name,

@@ -79,12 +79,16 @@ def split_compile(batch: int, fast: bool | None = None) -> bool:
     )
 
 
-# _front_and_middle as four jits (the lexer in two halves, the parser, the middle end;
-# the optimizer a fifth), for the fast compile: each compiles on its own thread as soon
+# _front_and_middle as three or four jits (the lexer, in two halves off the CPU; the
+# parser; the middle end; the optimizer one more), for the fast compile: each compiles on its own thread as soon
 # as the one before it has been traced, so the host's cores share the compile (XLA's
 # compile releases the GIL), and smaller modules compile in less time than one (XLA's
 # per-module costs grow faster than linearly). The same operations in the same order:
 # the same results.
+def _lex_stage(source, length, limits: Limits):
+    return lexer.lex(source, length, limits)
+
+
 def _lex_front_stage(source, length, limits: Limits):
     return lexer.lex_front(source, length, limits)
 
@@ -101,21 +105,23 @@ def _middle_stage(ast, parse_error, limits: Limits) -> Compiled:
     return Compiled(*middle.middle_end_debug(ast, None, limits, parse_error))
 
 
-def _stage_jits(options: dict | None) -> tuple:
-    """(lexer's first half, lexer's second half, parser, middle end, optimizer) jits
-    compiled with XLA ``options``. The lexer is two jits because its XLA compile is the
-    longest of the compiler's on a GPU (~590 kernels, ~19 s on an H100): two halves
-    compile at once on two threads."""
+def _stage_jits(options: dict | None, split_lexer: bool) -> tuple:
+    """(lexer or its first half, its second half or None, parser, middle end,
+    optimizer) jits compiled with XLA ``options``. ``split_lexer``: the lexer as two
+    jits, because on a GPU its XLA compile is the compiler's longest (~590 kernels,
+    ~19 s on an H100) and its two halves compile in 3.5 and 2.7 s at once; on the
+    2-core CPU's fast path the halves cost the test suite more than they save."""
 
     def jit(f, static_argnames=("limits",)):
         return jax.jit(f, static_argnames=static_argnames, compiler_options=options)
 
-    stages = (_lex_front_stage, _lex_back_stage, _parse_stage, _middle_stage)
-    return (*(jit(f) for f in stages), jit(opt.optimize_batch, opt.STATIC_ARGNAMES))
+    lex = (jit(_lex_front_stage), jit(_lex_back_stage)) if split_lexer else (jit(_lex_stage), None)
+    return (*lex, jit(_parse_stage), jit(_middle_stage),
+            jit(opt.optimize_batch, opt.STATIC_ARGNAMES))  # fmt: skip
 
 
-_FAST_STAGES = _stage_jits(CPU_FAST_COMPILE)  # the CPU's
-_SPLIT_STAGES = _stage_jits(None)  # other backends': XLA's default options
+_FAST_STAGES = _stage_jits(CPU_FAST_COMPILE, split_lexer=False)  # the CPU's
+_SPLIT_STAGES = _stage_jits(None, split_lexer=True)  # other backends': XLA's default options
 
 
 def _compile_fast(source, length, t: Limits, optimize, passes, max_rounds,
@@ -135,10 +141,15 @@ def _compile_fast(source, length, t: Limits, optimize, passes, max_rounds,
                                workers, fresh)  # fmt: skip
 
     def run(execs):
-        front = execs[0](source, length)
-        compiled = execs[3](*execs[2](*execs[1](source, length, front)))
+        if stages[1] is None:
+            tokens, lex_error = execs[0](source, length)
+            execs = execs[1:]
+        else:
+            tokens, lex_error = execs[1](source, length, execs[0](source, length))
+            execs = execs[2:]
+        compiled = execs[1](*execs[0](tokens, lex_error))
         if optimize:
-            compiled = compiled._replace(program=execs[4](compiled.program))
+            compiled = compiled._replace(program=execs[2](compiled.program))
         return compiled
 
     return exec_cache.call(k, compile_all, run)
@@ -157,8 +168,9 @@ def _compile_stages(source, length, t, optimize, passes, max_rounds, stages, wor
     ):
         low = lex_front.lower(source, length, t)
         futures = [pool.submit(compile_, low)]
-        low = lex_back.lower(source, length, low.out_info, t)
-        futures.append(pool.submit(compile_, low))
+        if lex_back is not None:
+            low = lex_back.lower(source, length, low.out_info, t)
+            futures.append(pool.submit(compile_, low))
         low = parse.lower(*low.out_info, t)
         futures.append(pool.submit(compile_, low))
         low = mid.lower(*low.out_info, t)
