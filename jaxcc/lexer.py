@@ -1232,11 +1232,44 @@ class _Front(NamedTuple):
 def _lex_one(src, length, tables, limits: Limits):
     """One program's tokens and first error: the steps above, in order. Per byte: the
     DFA's tokens, lines, token kinds, statement lines and their indentation, values,
-    each kind of error (``_lex_front``); then the first error, the token count, and the
-    T + 1 output slots filled from the events that cover them; last the global checks
-    (``_lex_back``). Two functions so that a caller may compile them as two jits (XLA's
-    compile of the whole lexer is the longest of the compiler's on a GPU)."""
-    return _lex_back(src, length, _lex_front(src, length, tables, limits), tables, limits)
+    each kind of error; then the first error, the token count, and the T + 1 output
+    slots filled from the events that cover them; last the global checks."""
+    T = limits.max_tokens
+    K = T + 2  # statement lines kept (each but the last ends with a NEWLINE token)
+    x = _read_bytes(src, length)
+    d = _dfa_tokens(x, tables)
+    tok = _split_numbers(x, d)
+    ln = _lines(x)
+    c = _classify(x, tok)
+    st = _statements(x, tok, ln)
+    ind = _indentation(x, ln, st, limits, K)
+    num = _number_values(x, d, tok)
+    w = _keywords(x, c)
+    ops = _operators(x, c)
+    se = _string_ends(x, ln)
+    s = _string_errors(x, tok, c, se)
+    em = _token_kinds(tok, d, c, st, num, w, ops)
+    te = _token_errors(x, d, c, st, num, w, ops, em.emit)
+    g = _glued_numbers(x, d, c, num, w, te.num_err)
+    key_str = jnp.where(c.t_quote, 4 * s.str_at + 2, _BIG)  # strings' error keys
+    eof = _eof(x, tok, ln, st, ind)
+    fe = _first_error(x, ln, ind, te, key_str, g, eof)
+    e = _ErrAt(_error_code(fe, te, s, g, ind), *_error_position(x, ln, ind, se, s, fe, eof))
+    cnt = _token_count(x, ind, te.emit, fe, eof, T)
+    sl = _slot_events(x, ind, te.emit, cnt, fe, T)
+    line_ev = _line_events(ind, sl, K)
+    tid = jnp.clip(sl.eid, 0, x.N - 1)  # each slot's token byte (the name values read it too)
+    tok_ev = _token_events(ln, em, tid)
+    eof_ev = _eof_events(x, ind, eof, sl)
+    o = _merge_events(sl, cnt.n_emit, line_ev, tok_ev, eof_ev, T)
+    value_out = _name_values(x, tok, c, w, sl, o, tid, T, tables)
+    return _finish(src, x, ln, cnt, sl, o, value_out, fe.has_err, e, T)
+
+
+# _lex_one's steps split in two (``lex_front`` / ``lex_back``), for the GPU's split
+# compile (jaxcc.compiler): the same steps in the same order (tests/test_lexer.py checks
+# lex_back(lex_front(...)) == lex). _lex_one keeps its one body so that the one-jit
+# lexer traces exactly as before.
 
 
 def _lex_front(src, length, tables, limits: Limits) -> _Front:
