@@ -12,16 +12,18 @@ train)
   # out/ is git-ignored: a call made while the machine is still warm finds the
   # checkpoint of the call before and resumes it exactly
   # INIT=weights.npz goes on from trained weights (fresh optimizer, all levels mixed)
+  # TEXTBOOK=1 mixes in level 4, textbook-style programs (train.TEXTBOOK_CYCLE)
   python -m jaxcc.neural.train --out "${CKPT:-out/ckpt2}" --config "${CONFIG:-base}" \
     --steps "${STEPS:-32000}" --batch "${BATCH:-64}" --reuse "${REUSE:-2}" \
     --seed "${SEED:-0}" --lr "${LR:-0.001}" --warmup "${WARMUP:-500}" ${INIT:+--init "$INIT"} \
+    ${TEXTBOOK:+--textbook} \
     --time-limit "$2" --workers 15 --eval-every 2000 --ckpt-every 1000000 \
     --export "$OUT/model.npz" 2>&1 | tr '\r' '\n' | awk '/heldout|stopped|rror|attention/ || NR % 400 == 0'
   cp "${CKPT:-out/ckpt2}"/meta.json "${CKPT:-out/ckpt2}"/curves.png "$OUT/"
   cp "$OUT"/model.npz "$OUT"/model.json out/ ;;  # for an eval call on the same machine
 eval)
   w=${W:-jaxcc/neural/weights/model.npz}
-  python -m jaxcc.neural.evaluate --out "$OUT/eval" --weights "$w" --n "${N:-128}" --k 16 --probes 128 \
+  python -m jaxcc.neural.evaluate --out "$OUT/eval" --weights "$w" --n "${N:-128}" --k 16 --probes 128 --levels "${LEVELS:-0,1,2,3,4}" \
     --throughput 2>&1 | grep -v Warning ;;
 rl)
   python -m jaxcc.neural.finetune --export "$OUT/rl_model.npz" --time-limit "$2" \

@@ -5,7 +5,9 @@ its bytecode in the token language of ``vocab.py``, in the canonical form descri
 there. ``batch_at(seed, i, ...)`` is training batch i: a pure function of (seed, i), so a
 resumed run sees exactly the batches an unbroken run would. Programs come from
 ``jaxcc.testing``'s seeded generator with a curriculum of four levels (``LEVELS``), half
-of them with random formatting (comments, spacing, other literal spellings).
+of them with random formatting (comments, spacing, other literal spellings), and level 4
+(``TEXTBOOK``) from ``textbook.py``: programs in the style of small exercises, 30% of
+them reformatted the same way.
 
 Seeds: training uses program seeds derived from seeds in ``TRAIN_SEEDS``; held-out
 evaluation uses ``HELDOUT_SEEDS`` (disjoint), and ``generate(split=...)`` checks it.
@@ -30,6 +32,8 @@ HELDOUT_SEEDS = range(2**30, 2**31)
 
 # level -> generator parameters (max_functions, fuel, depth, max_statements)
 LEVELS = {0: (1, 1, 1, 2), 1: (2, 2, 1, 3), 2: (2, 2, 2, 3), 3: (3, 3, 2, 4)}
+# level 4: textbook-style programs (jaxcc.neural.textbook), not testing's fuzzer
+TEXTBOOK = 4
 
 
 class LabelResult(NamedTuple):
@@ -46,6 +50,16 @@ def _program_seed(seed: int, i: int, level: int) -> int:
 def generate_one(pseed: int, level: int) -> str:
     from jaxcc import testing
 
+    if level == TEXTBOOK:
+        from jaxcc.neural import textbook
+
+        src = textbook.program(pseed)
+        r = testing._Seeded(pseed ^ 0x5EED)
+        if r.chance(30):  # the same program with other formatting (its comments dropped)
+            return testing._Render(testing._Seeded(r.int(0, 2**32 - 1)), r.int(1, 2)).module(
+                ast.parse(src)
+            )
+        return src
     mf, fuel, depth, stmts = LEVELS[level]
     r = testing._Seeded(pseed)
     mod = testing._Gen(r, mf, fuel, depth, stmts, True).module()

@@ -140,7 +140,7 @@ def main(argv=None) -> int:
     p.add_argument("--k", type=int, default=32, help="temperature samples per program")
     p.add_argument("--temperature", type=float, default=0.8)
     p.add_argument("--probes", type=int, default=128)
-    p.add_argument("--levels", default="0,1,2,3")
+    p.add_argument("--levels", default="0,1,2,3,4", help="4: textbook-style (corpus.TEXTBOOK)")
     p.add_argument("--handwritten", default="tests/neural_holdout")
     p.add_argument("--throughput", action="store_true")
     ns = p.parse_args(argv)

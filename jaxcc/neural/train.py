@@ -84,6 +84,7 @@ class Hyper(NamedTuple):
     clip: float = 1.0
     seed: int = 0
     reuse: int = 1  # training steps per generated batch (data_index)
+    textbook: bool = False  # mix in level 4 (corpus.TEXTBOOK) batches: level_of
 
 
 def optimizer(h: Hyper):
@@ -265,19 +266,27 @@ def pick_attention(choice: str, params, src, target, target_len, cfg: Config) ->
     return cfg._replace(attention=pick)
 
 
-def level_of(step: int, total: int, curriculum: bool = True) -> int:
+# with --textbook, once every level is reached: batches cycle through these levels
+# (textbook programs 3/8, level 3 2/8, levels 0-2 1/8 each)
+TEXTBOOK_CYCLE = (0, 1, 2, 3, 4, 3, 4, 4)
+
+
+def level_of(step: int, total: int, curriculum: bool = True, textbook: bool = False) -> int:
     """Curriculum: small programs first, every level mixed in once reached (without
     the curriculum, as when training goes on from trained weights: all levels from the
-    start)."""
+    start); with ``textbook``, level 4 joins at the end of the curriculum
+    (``TEXTBOOK_CYCLE``)."""
     p = step / max(total, 1) if curriculum else 1.0
     top = 1 if p < 0.05 else 2 if p < 0.15 else 3
+    if textbook and top == 3:
+        return TEXTBOOK_CYCLE[step % len(TEXTBOOK_CYCLE)]
     return step % (top + 1)
 
 
 def batches(seed: int, start: int, total: int, batch: int, workers: int, nlimits,
-            curriculum: bool = True):  # fmt: skip
+            curriculum: bool = True, textbook: bool = False):  # fmt: skip
     """Batch i for i in [start, total): a pure function of (seed, i) (data.batch_at)."""
-    args = [(seed, i, batch, level_of(i, total, curriculum)) for i in range(start, total)]
+    args = [(seed, i, batch, level_of(i, total, curriculum, textbook)) for i in range(start, total)]
     f = functools.partial(_batch_at, nlimits=nlimits)
     if workers <= 1:
         yield from map(f, args)
@@ -307,6 +316,8 @@ def main(argv=None) -> int:
     p.add_argument("--seed", type=int, default=Hyper._field_defaults["seed"])
     p.add_argument("--reuse", type=int, default=Hyper._field_defaults["reuse"],
                    help="training steps per generated batch")  # fmt: skip
+    p.add_argument("--textbook", action="store_true",
+                   help="mix in textbook-style programs (level 4, jaxcc.neural.textbook)")  # fmt: skip
     p.add_argument("--config", default="base", choices=sorted(CONFIGS))
     p.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2) - 1))
     p.add_argument(
@@ -322,7 +333,8 @@ def main(argv=None) -> int:
     ns = p.parse_args(argv)
     t0 = time.time()
     cfg = CONFIGS[ns.config]
-    h = Hyper(ns.steps, ns.batch, ns.lr, ns.warmup, seed=ns.seed, reuse=ns.reuse)
+    h = Hyper(ns.steps, ns.batch, ns.lr, ns.warmup, seed=ns.seed, reuse=ns.reuse,
+              textbook=ns.textbook)  # fmt: skip
     from jaxcc.cli import enable_compilation_cache
 
     enable_compilation_cache()
@@ -341,6 +353,7 @@ def main(argv=None) -> int:
     else:
         params, opt_state, meta = got
         meta["hyper"].setdefault("reuse", 1)
+        meta["hyper"].setdefault("textbook", False)
         if Config(**meta["config"]) != cfg or {**meta["hyper"], "steps": h.steps} != h._asdict():
             raise SystemExit(f"{ns.out} was trained with other settings: {meta['hyper']}")
         if meta["hyper"]["steps"] != h.steps:  # a longer or shorter schedule from here on
@@ -367,7 +380,7 @@ def main(argv=None) -> int:
         [first] + [data_index(s, h.reuse) for s in range(step, min(step + 8 * h.reuse, h.steps))]
     )
     curriculum = not meta.get("init")
-    it = batches(h.seed, first, n_batches, h.batch, ns.workers, cfg.nlimits, curriculum)
+    it = batches(h.seed, first, n_batches, h.batch, ns.workers, cfg.nlimits, curriculum, h.textbook)
     recent: dict[int, dict] = {}
     bar = tqdm(total=h.steps, initial=step, dynamic_ncols=True) if tqdm else None
     last_save = step
