@@ -5,9 +5,10 @@ its bytecode in the token language of ``vocab.py``, in the canonical form descri
 there. ``batch_at(seed, i, ...)`` is training batch i: a pure function of (seed, i), so a
 resumed run sees exactly the batches an unbroken run would. Programs come from
 ``jaxcc.testing``'s seeded generator with a curriculum of four levels (``LEVELS``), half
-of them with random formatting (comments, spacing, other literal spellings), and level 4
+of them with random formatting (comments, spacing, other literal spellings), level 4
 (``TEXTBOOK``) from ``textbook.py``: programs in the style of small exercises, 30% of
-them reformatted the same way.
+them reformatted the same way, and level 5 (``LONG``): level-3 programs of at least
+``LONG_MIN_BYTES`` bytes.
 
 Seeds: training uses program seeds derived from seeds in ``TRAIN_SEEDS``; held-out
 evaluation uses ``HELDOUT_SEEDS`` (disjoint), and ``generate(split=...)`` checks it.
@@ -34,6 +35,10 @@ HELDOUT_SEEDS = range(2**30, 2**31)
 LEVELS = {0: (1, 1, 1, 2), 1: (2, 2, 1, 3), 2: (2, 2, 2, 3), 3: (3, 3, 2, 4)}
 # level 4: textbook-style programs (jaxcc.neural.textbook), not testing's fuzzer
 TEXTBOOK = 4
+# level 5: level-3 programs of at least LONG_MIN_BYTES bytes (the long tail of level 3:
+# the stage-6 model's longer position tables and literal slots are learned from them)
+LONG = 5
+LONG_MIN_BYTES = 1000
 
 
 class LabelResult(NamedTuple):
@@ -59,6 +64,12 @@ def generate_one(pseed: int, level: int) -> str:
             return testing._Render(testing._Seeded(r.int(0, 2**32 - 1)), r.int(1, 2)).module(
                 ast.parse(src)
             )
+        return src
+    if level == LONG:  # the first long one of a few level-3 programs (pure in pseed)
+        for t in range(64):
+            src = generate_one(_program_seed(pseed, t, LONG), 3)
+            if len(src.encode()) >= LONG_MIN_BYTES:
+                break
         return src
     mf, fuel, depth, stmts = LEVELS[level]
     r = testing._Seeded(pseed)

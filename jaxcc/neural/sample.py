@@ -203,7 +203,7 @@ def compile(tokens, params, key, limits: Limits | None = None, k: int = 16,  # n
 
 # Source / output token budgets for sampling (models with Config.features >= 2): outputs
 # run to about 1.3 and at most about 1.7 tokens per source token on generated programs.
-SAMPLE_TIERS = ((64, 160), (128, 288), (256, 512))
+SAMPLE_TIERS = ((64, 160), (128, 288), (256, 512), (384, 640))
 
 
 def tier(n_src: int, cfg: Config) -> V.NeuralLimits:

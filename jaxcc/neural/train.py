@@ -48,7 +48,7 @@ TRAIN_LIMITS = Limits(
 # holds the whole batch. Most programs are short; padding every batch to the longest
 # shape would spend most of the step on padding. Needs Config.features >= 2 (positions of
 # the source and of the bytecode counted apart).
-TIERS = ((128, 256), (256, 448), (384, 640))
+TIERS = ((128, 256), (256, 448), (384, 640), (512, 896), (768, 1280))
 
 
 def tier_of(n_src: int, n_out: int, cfg: Config) -> tuple[int, int]:
@@ -85,6 +85,7 @@ class Hyper(NamedTuple):
     seed: int = 0
     reuse: int = 1  # training steps per generated batch (data_index)
     textbook: bool = False  # mix in level 4 (corpus.TEXTBOOK) batches: level_of
+    long: bool = False  # mix in level 5 (corpus.LONG) batches too: level_of
 
 
 def optimizer(h: Hyper):
@@ -201,7 +202,7 @@ def export(params, cfg: Config, path: str, meta: dict) -> None:
     """Float16 parameters for shipping, with the config and provenance beside them."""
     np.savez_compressed(path, **{k: v.astype(np.float16) for k, v in _flat(params).items()})
     with open(os.path.splitext(path)[0] + ".json", "w") as f:
-        json.dump({"config": cfg._asdict(), **meta}, f, indent=1)
+        json.dump({"config": cfg._asdict(), "vocab": weights.LAYOUT, **meta}, f, indent=1)
 
 
 def plot(history: list[dict], path: str) -> None:
@@ -269,24 +270,30 @@ def pick_attention(choice: str, params, src, target, target_len, cfg: Config) ->
 # with --textbook, once every level is reached: batches cycle through these levels
 # (textbook programs 3/8, level 3 2/8, levels 0-2 1/8 each)
 TEXTBOOK_CYCLE = (0, 1, 2, 3, 4, 3, 4, 4)
+# with --long as well: long level-3 programs (level 5) 2/8, textbook 2/8, the rest 1/8
+LONG_CYCLE = (0, 1, 2, 3, 4, 5, 4, 5)
 
 
-def level_of(step: int, total: int, curriculum: bool = True, textbook: bool = False) -> int:
+def level_of(step: int, total: int, curriculum: bool = True, textbook: bool = False,
+             long: bool = False) -> int:  # fmt: skip
     """Curriculum: small programs first, every level mixed in once reached (without
     the curriculum, as when training goes on from trained weights: all levels from the
     start); with ``textbook``, level 4 joins at the end of the curriculum
-    (``TEXTBOOK_CYCLE``)."""
+    (``TEXTBOOK_CYCLE``), with ``long`` level 5 too (``LONG_CYCLE``)."""
     p = step / max(total, 1) if curriculum else 1.0
     top = 1 if p < 0.05 else 2 if p < 0.15 else 3
+    if long and top == 3:
+        return LONG_CYCLE[step % len(LONG_CYCLE)]
     if textbook and top == 3:
         return TEXTBOOK_CYCLE[step % len(TEXTBOOK_CYCLE)]
     return step % (top + 1)
 
 
 def batches(seed: int, start: int, total: int, batch: int, workers: int, nlimits,
-            curriculum: bool = True, textbook: bool = False):  # fmt: skip
+            curriculum: bool = True, textbook: bool = False, long: bool = False):  # fmt: skip
     """Batch i for i in [start, total): a pure function of (seed, i) (data.batch_at)."""
-    args = [(seed, i, batch, level_of(i, total, curriculum, textbook)) for i in range(start, total)]
+    args = [(seed, i, batch, level_of(i, total, curriculum, textbook, long))
+            for i in range(start, total)]  # fmt: skip
     f = functools.partial(_batch_at, nlimits=nlimits)
     if workers <= 1:
         yield from map(f, args)
@@ -318,6 +325,8 @@ def main(argv=None) -> int:
                    help="training steps per generated batch")  # fmt: skip
     p.add_argument("--textbook", action="store_true",
                    help="mix in textbook-style programs (level 4, jaxcc.neural.textbook)")  # fmt: skip
+    p.add_argument("--long", action="store_true",
+                   help="mix in long level-3 programs too (level 5, corpus.LONG)")  # fmt: skip
     p.add_argument("--config", default="base", choices=sorted(CONFIGS))
     p.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2) - 1))
     p.add_argument(
@@ -334,7 +343,7 @@ def main(argv=None) -> int:
     t0 = time.time()
     cfg = CONFIGS[ns.config]
     h = Hyper(ns.steps, ns.batch, ns.lr, ns.warmup, seed=ns.seed, reuse=ns.reuse,
-              textbook=ns.textbook)  # fmt: skip
+              textbook=ns.textbook, long=ns.long)  # fmt: skip
     from jaxcc.cli import enable_compilation_cache
 
     enable_compilation_cache()
@@ -343,9 +352,10 @@ def main(argv=None) -> int:
     if got is None:
         params = init_params(cfg, h.seed)
         if ns.init:
-            icfg, params = weights.load(ns.init)
-            if icfg != cfg:
-                raise SystemExit(f"{ns.init} is a model of another config: {icfg}")
+            try:  # the same model, or one whose position tables or vocabulary grew
+                _, params = weights.load(ns.init, cfg)
+            except ValueError as e:
+                raise SystemExit(f"{ns.init} cannot start a model of config {ns.config}: {e}") from e
         opt_state = tx.init(params)
         meta = {"config": cfg._asdict(), "hyper": h._asdict(), "step": 0, "history": [],
                 "command": "python -m jaxcc.neural.train " + " ".join(sys.argv[1:] if argv is None else argv), "calls": [],
@@ -354,6 +364,7 @@ def main(argv=None) -> int:
         params, opt_state, meta = got
         meta["hyper"].setdefault("reuse", 1)
         meta["hyper"].setdefault("textbook", False)
+        meta["hyper"].setdefault("long", False)
         if Config(**meta["config"]) != cfg or {**meta["hyper"], "steps": h.steps} != h._asdict():
             raise SystemExit(f"{ns.out} was trained with other settings: {meta['hyper']}")
         if meta["hyper"]["steps"] != h.steps:  # a longer or shorter schedule from here on
@@ -365,6 +376,10 @@ def main(argv=None) -> int:
 
     held = corpus.batch_at(corpus.HELDOUT_SEEDS[0], 0, 64, 3, TRAIN_LIMITS, cfg.nlimits)
     held_src = prepare(held["source"], held["length"], TRAIN_LIMITS, cfg.nlimits)
+    if h.long:
+        held_long = corpus.batch_at(corpus.HELDOUT_SEEDS[0], 0, 32, corpus.LONG, TRAIN_LIMITS,
+                                    cfg.nlimits)  # fmt: skip
+        held_long_src = prepare(held_long["source"], held_long["length"], TRAIN_LIMITS, cfg.nlimits)
     saved_cfg, cfg = (
         cfg,
         pick_attention(ns.attention, params, held_src, held["target"], held["target_len"], cfg),
@@ -380,7 +395,8 @@ def main(argv=None) -> int:
         [first] + [data_index(s, h.reuse) for s in range(step, min(step + 8 * h.reuse, h.steps))]
     )
     curriculum = not meta.get("init")
-    it = batches(h.seed, first, n_batches, h.batch, ns.workers, cfg.nlimits, curriculum, h.textbook)
+    it = batches(h.seed, first, n_batches, h.batch, ns.workers, cfg.nlimits, curriculum,
+                 h.textbook, h.long)  # fmt: skip
     recent: dict[int, dict] = {}
     bar = tqdm(total=h.steps, initial=step, dynamic_ncols=True) if tqdm else None
     last_save = step
@@ -413,6 +429,12 @@ def main(argv=None) -> int:
             }
             meta["history"].append({"split": "heldout", "step": step, **e})
             print(f"step {step}: heldout {e}", flush=True)
+            if h.long:  # long programs (level 5) apart: what the longer tables learn
+                e = {k: float(v) for k, v in eval_step(
+                    params, held_long_src, held_long["target"], held_long["target_len"], cfg
+                ).items()}  # fmt: skip
+                meta["history"].append({"split": "heldout_long", "step": step, **e})
+                print(f"step {step}: heldout_long {e}", flush=True)
         if bar:
             bar.update(1)
         out_of_time = ns.time_limit and time.time() - t0 > ns.time_limit
@@ -437,6 +459,10 @@ def main(argv=None) -> int:
 
 CONFIGS = {
     "base": Config(d_model=256, n_layers=6, n_heads=8, d_ff=1024, features=2),
+    # base reading up to 768 source tokens and writing up to 1280 (stage 6 on): every
+    # generated program the neural path's Limits take (hybrid.NEURAL_LIMITS)
+    "long": Config(d_model=256, n_layers=6, n_heads=8, d_ff=1024, max_src=768, max_out=1280,
+                   features=2),
     "v1": Config(d_model=256, n_layers=4, n_heads=8, d_ff=768),
     "tiny": Config(d_model=64, n_layers=2, n_heads=4, d_ff=128, remat=False, features=2),
 }
