@@ -129,6 +129,49 @@ def throughput(cfg, params, sources, nl, ks=(16, 256, 1000), budget_s: float = 6
     return rows
 
 
+def by_bounds(eval_dir: str, n: int) -> dict:
+    """A finished evaluation's held-out results split by the neural bounds (host only).
+
+    Regenerates the ``n`` held-out programs of each level that ``main`` judged (the same
+    seeds, in the same order as ``eval_dir/eval_programs.npz``'s rows), asks the labeller
+    whether each fits the evaluated model's bounds (``corpus.label`` at its config's
+    ``nlimits``: source tokens, literal slots, lines, names, output tokens) and reports
+    greedy pass@1, pass@16 and p_correct over the programs inside and outside them.
+    A program outside them is never given to the model (``Bound``): it counts as failed
+    in ``main``'s table, and the hybrid sends it to the deterministic compiler."""
+    from jaxcc.neural import corpus
+    from jaxcc.neural.model import Config
+    from jaxcc.reference.compiler import compile_source
+
+    with open(os.path.join(eval_dir, "eval.json")) as f:
+        summary = json.load(f)
+    z = np.load(os.path.join(eval_dir, "eval_programs.npz"))
+    nl = Config(**summary["weights_info"]["config"]).nlimits
+    k = int(z["n"])
+    report = {}
+    for level in sorted(int(x) for x in summary["levels"]):
+        srcs = corpus.generate(corpus.HELDOUT_SEEDS[0] + 1000 * level, n, level, split="heldout")
+        live = [s for s in srcs if int(compile_source(s, api.NEURAL_LIMITS).error.code) == 0]
+        rows = np.nonzero(z["level"] == level)[0]
+        if len(rows) != len(live):
+            raise ValueError(f"level {level}: {len(rows)} rows but {len(live)} programs")
+        why = np.array([corpus.label(s, api.NEURAL_LIMITS, nl).reason for s in live])
+        inside = why == "ok"
+        rep = {
+            "programs": len(live),
+            "outside": {str(r): int(np.sum(why == r)) for r in set(why) - {"ok"}},
+        }
+        for name, m in (("inside", inside), ("all", np.ones_like(inside))):
+            c, g = z["correct"][rows][m], z["greedy"][rows][m]
+            rep[name] = {"programs": int(m.sum()), "greedy_pass@1": float(g.mean()) if m.any() else None,
+                         "pass@16": float(np.mean([pass_at_k(k, int(ci), 16) for ci in c])) if m.any() and k >= 16 else None,
+                         "p_correct_mean": float(np.mean(c / k)) if m.any() else None,
+                         "never_correct": int(np.sum(c == 0))}  # fmt: skip
+        rep["outside_correct"] = int(np.sum(z["correct"][rows][~inside] > 0))
+        report[level] = rep
+    return report
+
+
 def main(argv=None) -> int:
     from jaxcc.neural import corpus as data
     from jaxcc.neural import weights
@@ -143,7 +186,17 @@ def main(argv=None) -> int:
     p.add_argument("--levels", default="0,1,2,3,4", help="4: textbook-style (corpus.TEXTBOOK)")
     p.add_argument("--handwritten", default="tests/neural_holdout")
     p.add_argument("--throughput", action="store_true")
+    p.add_argument("--by-bounds", action="store_true",
+                   help="no model run: split the evaluation in --out (made with --n) by the "
+                   "neural bounds (by_bounds) and write --out/by_bounds.json")  # fmt: skip
     ns = p.parse_args(argv)
+    if ns.by_bounds:
+        rep = by_bounds(ns.out, ns.n)
+        with open(os.path.join(ns.out, "by_bounds.json"), "w") as f:
+            json.dump(rep, f, indent=1)
+        for level, r in rep.items():
+            print(level, r["inside"], r["outside"], flush=True)
+        return 0
     os.makedirs(ns.out, exist_ok=True)
     cfg, params = weights.load(ns.weights)
     nl, vl = api.NEURAL_LIMITS, api.VERIFY_LIMITS

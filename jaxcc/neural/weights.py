@@ -4,9 +4,9 @@
 ``python -m jaxcc.neural.train --export``); ``model.json`` beside it records the config,
 the training command, seed, step and the commit it was trained at (docs/neural.md), and
 the vocabulary's layout (``vocab``: how many names, literal slots, labels, numbers and lines
-the output language had). ``load`` adapts weights of another layout or of smaller
-position tables to the current ones (``adapt``): the shipped model before stage 6 had 64
-literal slots and read at most 384 source tokens.
+the output language has). ``load`` adapts weights of a smaller layout or of smaller
+position tables to a larger model (``adapt``): how a model that reads longer programs
+starts from the shipped one (docs/neural.md, section 6: the long programs of level 3).
 """
 
 from __future__ import annotations
@@ -22,11 +22,12 @@ from jaxcc.neural import vocab as V
 from jaxcc.neural.model import Config, init_params
 
 # The output language's layout: the sizes of the token groups after the opcodes, in
-# token order (vocab.py). Weights files record theirs; a file without one is older than
-# stage 6 and has OLD_LAYOUT.
+# token order (vocab.py). Weights files record theirs; a file without one (the stage-5
+# weights and older) has UNRECORDED_LAYOUT: 64 names, 64 literal slots, 64 labels, 32
+# numbers, 128 lines.
 LAYOUT = {"n_vars": V.N_VARS, "n_lits": V.N_LITS, "n_labels": V.N_LABELS,
           "n_nums": V.N_NUMS, "n_lines": V.N_LINES}  # fmt: skip
-OLD_LAYOUT = {**LAYOUT, "n_lits": 64}
+UNRECORDED_LAYOUT = {"n_vars": 64, "n_lits": 64, "n_labels": 64, "n_nums": 32, "n_lines": 128}
 # tables that may grow: the output-token table (by token group) and these (by rows)
 _GROWS = ("out", "lit", "line", "name", "pos", "opos")
 
@@ -54,7 +55,7 @@ def load(path: str = DEFAULT, cfg: Config | None = None):
     z = np.load(path)
     arrays = {k: z[k].astype(np.float32) for k in z.files}
     cfg = own if cfg is None else cfg
-    lay = meta.get("vocab", OLD_LAYOUT)
+    lay = meta.get("vocab", UNRECORDED_LAYOUT)
     if cfg == own and lay == LAYOUT:
         from jaxcc.neural.train import _unflat
 
