@@ -1,7 +1,8 @@
 """The sampler's CPU decode path (``sample(..., cpu_decode=True)``: float32 compute, a
 heads-major output cache, one ``while_loop`` per span of output positions) computes the
 same samples as the plain loop (one ``while_loop`` over the whole cache), on a tiny
-random float32 model where both compute in float32; and it stops as early."""
+random float32 model where both compute in float32, with the programs still running
+after the first span decoded in groups of any size; and it stops as early."""
 
 from __future__ import annotations
 
@@ -26,6 +27,10 @@ SOURCES = [
 ]
 
 
+def test_group_rows():
+    assert [S.group_rows(b) for b in (1, 3, 12, 16, 64)] == [1, 1, 1, 2, 8]
+
+
 def test_spans():
     assert S.spans(640) == (64, 128, 256, 512, 640)
     assert S.spans(512) == (64, 128, 256, 512)
@@ -34,13 +39,19 @@ def test_spans():
     assert S.spans(40) == (40,)
 
 
-@pytest.mark.parametrize("temperature, max_steps", [(1.0, None), (0.0, None), (1.0, 150)])
-def test_cpu_decode_equals_plain_loop(temperature, max_steps):
+@pytest.mark.parametrize(
+    "temperature, max_steps, group", [(1.0, None, None), (0.0, None, None), (1.0, 150, None),
+                                      (1.0, None, 2), (1.0, 150, 3)]
+)  # fmt: skip
+def test_cpu_decode_equals_plain_loop(temperature, max_steps, group):
+    """group: programs per group after the first span (None: group_rows(3) = 1, each
+    program alone; 2: a group and a group with an empty slot; 3: the whole batch)."""
     toks, _ = host_lex_many(SOURCES, LIM)
     params = M.init_params(CFG, 3)
     src = source_features(toks, CFG.nlimits)
     run = lambda cpu: S.sample(M.graphdef(CFG), params, src, jax.random.key(11), 8, LIM,  # noqa: E731
-                               temperature, 0.95, True, max_steps, cpu_decode=cpu)  # fmt: skip
+                               temperature, 0.95, True, max_steps, cpu_decode=cpu,
+                               cpu_group=group)  # fmt: skip
     plain, cpu = run(False), run(True)
     np.testing.assert_array_equal(np.asarray(cpu.tokens), np.asarray(plain.tokens))
     np.testing.assert_array_equal(np.asarray(cpu.done), np.asarray(plain.done))

@@ -80,12 +80,12 @@ def cpu_decode_default() -> bool:
 @functools.partial(
     jax.jit,
     static_argnames=("graphdef", "k", "limits", "greedy_first", "max_steps", "nlimits",
-                     "cpu_decode"),
+                     "cpu_decode", "cpu_group"),
 )  # fmt: skip
 def sample(graphdef, params, src: Src, key, k: int, limits: Limits, temperature=1.0,
            top_p=0.95, greedy_first: bool = True, max_steps: int | None = None,
            nlimits: V.NeuralLimits | None = None,
-           cpu_decode: bool | None = None) -> Samples:  # fmt: skip
+           cpu_decode: bool | None = None, cpu_group: int | None = None) -> Samples:  # fmt: skip
     """k samples per program of src (batched). temperature, top_p: Float32 scalars.
     ``nlimits`` (default the model's): a shorter output budget (models with
     ``Config.features >= 2`` only) makes a smaller cache and a shorter loop; the mask's
@@ -96,7 +96,10 @@ def sample(graphdef, params, src: Src, key, k: int, limits: Limits, temperature=
     model's bfloat16 (XLA's CPU dots are several times slower in bfloat16), the output
     cache heads-major (``model.Cache``), and the loop split at ``spans(max_out)`` so the
     attention reads only the part of the cache that can be filled (each part is its own
-    ``while_loop`` that stops when every sample has ended). The float32 logits differ
+    ``while_loop`` that stops when every sample has ended); after the first span the
+    programs still running are decoded ``cpu_group`` at a time (static; None:
+    ``group_rows(B)``), each group to its own end (``_in_groups``: a batch's short
+    programs stop paying for its longest one). The float32 logits differ
     from the bfloat16 ones in their last bits, so a sample can differ from the GPU's
     where two tokens are nearly tied; the spans alone change nothing but the order of
     float additions. Elsewhere (the default on a GPU) the loop is the one the model was
@@ -143,12 +146,13 @@ def sample(graphdef, params, src: Src, key, k: int, limits: Limits, temperature=
     def cond(c: Carry, end: int):
         return (c.t < end) & ~jnp.all(c.done)
 
-    def body(c: Carry, span: int | None):
+    def body(c: Carry, span: int | None, ctx, keys, greedy):
+        rows = c.tok.shape[0]
         logits, cache = model.decode(c.cache, c.tok, c.t, table, cpu, span)
         mask = allowed(c.gs, ctx)
         logits = jnp.where(mask, logits, -jnp.inf)
         logz = jax.nn.log_softmax(logits, axis=-1)
-        scaled = _nucleus(logits / jnp.maximum(temp, 1e-6), jnp.broadcast_to(top_p, (b, k)))
+        scaled = _nucleus(logits / jnp.maximum(temp, 1e-6), jnp.broadcast_to(top_p, (rows, k)))
         step_keys = jax.vmap(jax.vmap(lambda kk: jax.random.fold_in(kk, c.t)))(keys)
         g = jax.vmap(jax.vmap(lambda kk: jax.random.gumbel(kk, (V.VOCAB,))))(step_keys)
         drawn = jnp.argmax(scaled + g, axis=-1)
@@ -160,20 +164,75 @@ def sample(graphdef, params, src: Src, key, k: int, limits: Limits, temperature=
         return Carry(c.t + 1, tok, cache, gs, out, c.logp + jnp.where(c.done, 0.0, lp),
                      c.done | (tok == V.EOS))  # fmt: skip
 
+    def loop(c: Carry, end: int, span: int | None, ctx=ctx, keys=keys, greedy=greedy):
+        return lax.while_loop(functools.partial(cond, end=end),
+                              functools.partial(body, span=span, ctx=ctx, keys=keys,
+                                                greedy=greedy), c)  # fmt: skip
+
     c0 = Carry(jnp.int32(0), jnp.full((b, k), V.BOS, jnp.int32), cache, gs,
                jnp.zeros((b, k, nl.max_out), jnp.int32), jnp.zeros((b, k), jnp.float32),
                jnp.zeros((b, k), bool))  # fmt: skip
     if cpu:  # one loop per span: positions t < span attend to the first span positions
         c = c0
-        for span in spans(nl.max_out):
+        for i, span in enumerate(spans(nl.max_out)):
             end = min(span, L)
-            c = lax.while_loop(functools.partial(cond, end=end),
-                               functools.partial(body, span=span), c)  # fmt: skip
+            rows = b if i == 0 else min(b, cpu_group or group_rows(b))
+            if rows == b:
+                c = loop(c, end, span)
+            else:  # the programs still running, a group of `rows` at a time
+                c = _in_groups(c, rows, lambda g, gctx, gkeys, ggreedy, end=end, span=span:
+                               loop(g, end, span, gctx, gkeys, ggreedy), ctx, keys, greedy)  # fmt: skip
             if end == L:
                 break
     else:
-        c = lax.while_loop(functools.partial(cond, end=L), functools.partial(body, span=None), c0)
+        c = loop(c0, L, None)
     return Samples(c.out, c.logp, c.done)
+
+
+def group_rows(b: int) -> int:
+    """Programs per group in the CPU decode's later spans (``sample``): an eighth of the
+    batch, at least one."""
+    return max(1, b // 8)
+
+
+def _in_groups(c, rows: int, run, ctx, keys, greedy):
+    """``run`` (a span's decode loop) over the programs of carry ``c`` that still have a
+    running sample, ``rows`` programs at a time: each group is gathered out of the
+    batch, run from the span's start to its own end and scattered back; a program all
+    of whose samples have ended stays as it is. The same samples as one loop over the
+    whole batch (each row's computation reads its own row only, and randomness is per
+    program, sample and position); what it saves is that in lockstep every program pays
+    for the batch's longest sample, here only for its group's."""
+    b = c.tok.shape[0]
+    # batch axis of each carry field (the caches are [layers, B, ...]); t is shared
+    axes = type(c)(t=None, tok=0, cache=Cache(1, 1, 0, 1, 1), gs=0, out=0, logp=0, done=0)
+
+    def fields(f, *trees):  # f(leaf, ..., axis) over the carry's leaves
+        return jax.tree.map(lambda a, *xs: jax.tree.map(lambda *ys: f(*ys, a), *xs),
+                            axes, *trees, is_leaf=lambda x: x is None)  # fmt: skip
+
+    def take(x, idx, axis):
+        return x if axis is None else jnp.take(x, jnp.minimum(idx, b - 1), axis=axis)
+
+    def put(x, idx, part, axis):
+        if axis is None:
+            return x
+        moved = jnp.moveaxis(x, axis, 0).at[idx].set(jnp.moveaxis(part, axis, 0), mode="drop")
+        return jnp.moveaxis(moved, 0, axis)
+
+    def group(state):
+        full, todo, t_end = state
+        idx = jnp.nonzero(todo, size=rows, fill_value=b)[0]  # b: an empty slot
+        g = fields(lambda x, a: take(x, idx, a), full)
+        g = g._replace(t=c.t, done=g.done | (idx >= b)[:, None])  # empty slots never run
+        g = run(g, jax.tree.map(lambda x: take(x, idx, 0), ctx), take(keys, idx, 0),
+                take(greedy, idx, 0))  # fmt: skip
+        full = fields(lambda x, part, a: put(x, idx, part, a), full, g)
+        return full, todo.at[idx].set(False, mode="drop"), jnp.maximum(t_end, g.t)
+
+    todo = ~jnp.all(c.done, axis=1)
+    full, _, t_end = lax.while_loop(lambda st: jnp.any(st[1]), group, (c, todo, c.t))
+    return full._replace(t=t_end)
 
 
 def compile(tokens, params, key, limits: Limits | None = None, k: int = 16,  # noqa: A001

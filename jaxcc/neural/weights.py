@@ -57,9 +57,12 @@ def load(path: str = DEFAULT, cfg: Config | None = None):
     cfg = own if cfg is None else cfg
     lay = meta.get("vocab", UNRECORDED_LAYOUT)
     if cfg == own and lay == LAYOUT:
+        import jax
+
         from jaxcc.neural.train import _unflat
 
-        return cfg, _unflat(init_params(cfg, 0), arrays)
+        # the structure only (no random initialisation to compute and throw away)
+        return cfg, _unflat(jax.eval_shape(lambda: init_params(cfg, 0)), arrays)
     return cfg, adapt(arrays, lay, own, cfg)
 
 
