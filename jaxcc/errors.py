@@ -266,6 +266,7 @@ class Limit(enum.IntEnum):
     STACK = 8
     INT_LITERAL = 9  # an int literal outside int32 (OverflowError-like, but at compile time)
     NEURAL = 10  # --compiler neural: no candidate the verifier could accept (docs/neural.md)
+    NEURAL_BOUNDS = 11  # --compiler neural: the program is outside what the model reads
 
 
 LIMIT_FIELD = {
@@ -280,6 +281,7 @@ LIMIT_FIELD = {
     Limit.STACK: "max_stack",
     Limit.INT_LITERAL: "int32",
     Limit.NEURAL: "neural",
+    Limit.NEURAL_BOUNDS: "neural_bounds",
 }
 
 
@@ -335,8 +337,14 @@ def message(code: int, detail: int = 0) -> str:
         return TYPE_MESSAGES.get(detail, "type error")
     if code == Code.LIMIT and detail == Limit.NEURAL:
         return (
-            "the neural compiler produced no candidate it could accept (the program is "
-            "outside its bounds, or no two samples agreed); use --compiler hybrid or jax"
+            "the neural compiler produced no candidate it could accept (no sample was "
+            "complete, or no two samples agreed); use --compiler hybrid or jax"
+        )
+    if code == Code.LIMIT and detail == Limit.NEURAL_BOUNDS:
+        return (
+            "the program is outside what the neural compiler reads (its source tokens, "
+            "number literals, names, lines, bytes or code are over the model's bounds: "
+            "docs/neural.md); use --compiler hybrid or jax"
         )
     if code == Code.LIMIT:
         return f"program exceeds the limit {LIMIT_FIELD.get(detail, '?')}"

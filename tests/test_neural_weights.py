@@ -60,3 +60,40 @@ def test_shipped_weights_reach_the_documented_level0_accuracy_on_cpu():
     )
     assert compiled.all()
     assert int(passed[:, 0].sum()) >= 21, int(passed[:, 0].sum())
+
+
+def test_shipped_weights_compile_the_examples_on_cpu(tmp_path):
+    """`jaxcc run --json --compiler neural examples/*.py LONG` (k = 16, the default) on the
+    CPU: the examples whose output equals CPython's (docs/neural.md section 6: 7 of the
+    10 that compile with the stage-5 weights; the issue asks all of them, not met; at
+    least 6 here, since a CPU with other vector units can break a near-tie between two
+    tokens the other way); the syntax error is the front end's, as with every compiler;
+    and a program longer than the model reads is reported as outside its bounds, never
+    sampled."""
+    import json
+    import pathlib
+    import subprocess
+    import sys
+
+    from jaxcc.neural import evaluate
+
+    examples = sorted(pathlib.Path("examples").glob("*.py"))
+    long = tmp_path / "long.py"  # 600 source tokens, 99 literals: over 384 and 64
+    long.write_text("x = 0\n" + "".join(f"x = x + {i}\n" for i in range(1, 100)) + "print(x)\n")
+    run = subprocess.run([sys.executable, "-m", "jaxcc", "run", "--json", "--compiler", "neural",
+                          *map(str, examples), str(long)], capture_output=True, text=True,
+                         check=False)  # fmt: skip
+    rows = {pathlib.Path(r["file"]).name: r for r in map(json.loads, run.stdout.splitlines())}
+    assert len(rows) == len(examples) + 1, run.stderr[-2000:]
+    right = []
+    for path in examples:
+        r = rows[path.name]
+        got_exc = r["error"]["type"] if r["error"] else None
+        if path.name == "syntax_error.py":  # the front end's, before any sampling
+            assert got_exc == "SyntaxError" and r["error"]["line"] == 3
+            continue
+        if (r["stdout"], got_exc) == evaluate.expected_outcome(str(path)):
+            right.append(path.name)
+    assert len(right) >= 6, right
+    err = rows["long.py"]["error"]
+    assert err["type"] == "LimitError" and "outside what the neural compiler reads" in err["message"]

@@ -38,6 +38,7 @@ from jaxcc.limits import Limits
 from jaxcc.neural import sample as S
 from jaxcc.neural import verify
 from jaxcc.neural.hybrid import NEURAL_LIMITS, VERIFY_LIMITS  # re-exported: evaluate uses them
+from jaxcc.neural.inputs import Bound
 from jaxcc.neural.model import Config
 
 
@@ -138,8 +139,10 @@ def compile_many(sources, limits: Limits, mode: str = "neural", k: int = 16,
                  weights_path: str | None = None, n_probes: int = 64, report: list | None = None):  # fmt: skip
     """Host wrapper: (Program [B, ...] at ``limits``' shape, Error [B], debug list).
 
-    mode "neural": level-2 choice; a program with no acceptable candidate gets
-    Code.LIMIT / Limit.NEURAL. mode "hybrid": ``hybrid_compile`` (the router of
+    mode "neural": level-2 choice; a program outside the neural bounds (its source
+    bytes, code or functions over ``NEURAL_LIMITS``, or its tokens, names, literals or
+    lines over the model's: ``inputs.Bound``) gets Code.LIMIT / Limit.NEURAL_BOUNDS
+    without being sampled, one with no acceptable candidate Code.LIMIT / Limit.NEURAL. mode "hybrid": ``hybrid_compile`` (the router of
     ``weights/router.json`` when it exists, else every program is routed; level-3
     verification) on the programs that compiled and fit the neural path, all in one
     sub-batch; the deterministic code wherever no candidate is verified. ``report``
@@ -167,6 +170,7 @@ def compile_many(sources, limits: Limits, mode: str = "neural", k: int = 16,
         debug = [d._replace(local_names=()) if used[j] else d for j, d in enumerate(debug)]
         return program, error, debug
     found_at: dict[int, int] = {}
+    outside = {j for j in range(len(sources)) if int(error.code[j]) == Code.OK} - set(todo)
     if todo:
         idx = todo + [todo[0]] * (batch_size(len(todo)) - len(todo))
         src, length = lexer.encode([data[j] for j in idx], nl)
@@ -190,6 +194,8 @@ def compile_many(sources, limits: Limits, mode: str = "neural", k: int = 16,
             )  # fmt: skip
         )
         for r, j in enumerate(todo):
+            if int(ch.bound[r]) not in (Bound.OK, Bound.OUTPUT):
+                outside.add(j)
             if bool(ch.found[r]):
                 found_at[j] = r
                 used[j] = True
@@ -199,7 +205,8 @@ def compile_many(sources, limits: Limits, mode: str = "neural", k: int = 16,
     if mode == "neural":
         for j in range(len(sources)):
             if int(error.code[j]) == Code.OK and j not in found_at:
-                error.code[j], error.detail[j] = Code.LIMIT, Limit.NEURAL
+                error.code[j] = Code.LIMIT
+                error.detail[j] = Limit.NEURAL_BOUNDS if j in outside else Limit.NEURAL
                 error.line[j], error.col[j] = 0, 0
                 _pad_into(program, j, [np.zeros_like(np.asarray(x)[j]) for x in program])
     # the neural program's slots are numbered its own way: no local names
