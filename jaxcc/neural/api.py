@@ -142,10 +142,10 @@ def compile_many(sources, limits: Limits, mode: str = "neural", k: int = 16,
     mode "neural": level-2 choice; a program outside the neural bounds (its source
     bytes, code or functions over ``NEURAL_LIMITS``, or its tokens, names, literals or
     lines over the model's: ``inputs.Bound``) gets Code.LIMIT / Limit.NEURAL_BOUNDS
-    without being sampled, one with no acceptable candidate Code.LIMIT / Limit.NEURAL. mode "hybrid": ``hybrid_compile`` (the router of
-    ``weights/router.json`` when it exists, else every program is routed; level-3
-    verification) on the programs that compiled and fit the neural path, all in one
-    sub-batch; the deterministic code wherever no candidate is verified. ``report``
+    without being sampled, one with no acceptable candidate Code.LIMIT / Limit.NEURAL.
+    mode "hybrid": ``hybrid_compile`` (the router of ``weights/router.json`` when it
+    exists, else every program is routed; level-3 verification) on the programs that
+    compiled and fit the neural path, all in one sub-batch; the deterministic code wherever no candidate is verified. ``report``
     (a list) gets ``(index, verify.reason_counts)`` for each program that was sampled."""
     from jaxcc.neural import weights
 

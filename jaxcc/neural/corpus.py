@@ -2,8 +2,9 @@
 
 ``label(source)`` compiles a source with the deterministic reference compiler and writes
 its bytecode in the token language of ``vocab.py``, in the canonical form described
-there (``data.py``'s labeller: there is one). ``batch_at(seed, i, ...)`` is training batch i: a pure function of (seed, i), so a
-resumed run sees exactly the batches an unbroken run would. Programs come from
+there (``data.py``'s labeller: there is one). ``batch_at(seed, i, ...)`` is training
+batch i: a pure function of (seed, i), so a resumed run sees exactly the batches an
+unbroken run would. Programs come from
 ``jaxcc.testing``'s seeded generator with a curriculum of four levels (``LEVELS``), half
 of them with random formatting (comments, spacing, other literal spellings), level 4
 (``TEXTBOOK``) from ``textbook.py``: programs in the style of small exercises, 30% of

@@ -40,6 +40,13 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     return 1.0 - float(np.prod(1.0 - k / np.arange(n - c + 1, n + 1)))
 
 
+def heldout_sources(level: int, n: int) -> list[str]:
+    """The n held-out programs of a level that ``main`` judges (and ``by_bounds`` splits)."""
+    from jaxcc.neural import corpus
+
+    return corpus.generate(corpus.HELDOUT_SEEDS[0] + 1000 * level, n, level, split="heldout")
+
+
 def reference_programs(sources, nl):
     """The deterministic reference compiler's code at the neural shapes (host), and ok."""
     from jaxcc.reference.compiler import compile_source
@@ -141,7 +148,6 @@ def by_bounds(eval_dir: str, n: int) -> dict:
     in ``main``'s table, and the hybrid sends it to the deterministic compiler."""
     from jaxcc.neural import corpus
     from jaxcc.neural.model import Config
-    from jaxcc.reference.compiler import compile_source
 
     with open(os.path.join(eval_dir, "eval.json")) as f:
         summary = json.load(f)
@@ -150,26 +156,35 @@ def by_bounds(eval_dir: str, n: int) -> dict:
     k = int(z["n"])
     report = {}
     for level in sorted(int(x) for x in summary["levels"]):
-        srcs = corpus.generate(corpus.HELDOUT_SEEDS[0] + 1000 * level, n, level, split="heldout")
-        live = [s for s in srcs if int(compile_source(s, api.NEURAL_LIMITS).error.code) == 0]
+        srcs = heldout_sources(level, n)
+        _, ok = reference_programs(srcs, api.NEURAL_LIMITS)  # main's "live" programs
+        live = [s for s, o in zip(srcs, ok, strict=True) if o]
         rows = np.nonzero(z["level"] == level)[0]
         if len(rows) != len(live):
             raise ValueError(f"level {level}: {len(rows)} rows but {len(live)} programs")
         why = np.array([corpus.label(s, api.NEURAL_LIMITS, nl).reason for s in live])
         inside = why == "ok"
-        rep = {
+        c, g = z["correct"][rows], z["greedy"][rows]
+        report[level] = {
             "programs": len(live),
             "outside": {str(r): int(np.sum(why == r)) for r in set(why) - {"ok"}},
+            "inside": _pass_stats(c[inside], g[inside], k),
+            "all": _pass_stats(c, g, k),
+            "outside_correct": int(np.sum(c[~inside] > 0)),
         }
-        for name, m in (("inside", inside), ("all", np.ones_like(inside))):
-            c, g = z["correct"][rows][m], z["greedy"][rows][m]
-            rep[name] = {"programs": int(m.sum()), "greedy_pass@1": float(g.mean()) if m.any() else None,
-                         "pass@16": float(np.mean([pass_at_k(k, int(ci), 16) for ci in c])) if m.any() and k >= 16 else None,
-                         "p_correct_mean": float(np.mean(c / k)) if m.any() else None,
-                         "never_correct": int(np.sum(c == 0))}  # fmt: skip
-        rep["outside_correct"] = int(np.sum(z["correct"][rows][~inside] > 0))
-        report[level] = rep
     return report
+
+
+def _pass_stats(correct, greedy, k: int) -> dict:
+    """Greedy pass@1, pass@16, mean p_correct and programs never correct, over programs
+    with ``correct`` of ``k`` samples passing (None where there are none)."""
+    some = len(correct) > 0
+    return {"programs": len(correct),
+            "greedy_pass@1": float(np.mean(greedy)) if some else None,
+            "pass@16": float(np.mean([pass_at_k(k, int(c), 16) for c in correct]))
+            if some and k >= 16 else None,
+            "p_correct_mean": float(np.mean(correct / k)) if some else None,
+            "never_correct": int(np.sum(correct == 0))}  # fmt: skip
 
 
 def main(argv=None) -> int:
@@ -208,7 +223,7 @@ def main(argv=None) -> int:
                "k": ns.k, "temperature": ns.temperature, "probes": ns.probes, "levels": {}}  # fmt: skip
     rows = []
     for level in [int(x) for x in ns.levels.split(",") if x]:
-        srcs = data.generate(data.HELDOUT_SEEDS[0] + 1000 * level, ns.n, level, split="heldout")
+        srcs = heldout_sources(level, ns.n)
         greedy, ok, tg = judge(srcs, cfg, params, key, 1, 0.0, True, ns.probes, nl, vl)
         samp, _, ts = judge(srcs, cfg, params, key, ns.k, ns.temperature, False, ns.probes, nl, vl)
         c = samp.sum(axis=1)

@@ -376,10 +376,13 @@ def main(argv=None) -> int:
 
     held = corpus.batch_at(corpus.HELDOUT_SEEDS[0], 0, 64, 3, TRAIN_LIMITS, cfg.nlimits)
     held_src = prepare(held["source"], held["length"], TRAIN_LIMITS, cfg.nlimits)
-    if h.long:
+    evals = [("heldout", held_src, held)]
+    if h.long:  # long programs (level 5) apart too: what the longer tables learn
         held_long = corpus.batch_at(corpus.HELDOUT_SEEDS[0], 0, 32, corpus.LONG, TRAIN_LIMITS,
                                     cfg.nlimits)  # fmt: skip
-        held_long_src = prepare(held_long["source"], held_long["length"], TRAIN_LIMITS, cfg.nlimits)
+        evals.append(("heldout_long",
+                      prepare(held_long["source"], held_long["length"], TRAIN_LIMITS, cfg.nlimits),
+                      held_long))  # fmt: skip
     saved_cfg, cfg = (
         cfg,
         pick_attention(ns.attention, params, held_src, held["target"], held["target_len"], cfg),
@@ -421,20 +424,11 @@ def main(argv=None) -> int:
                     loss=f"{m['loss']:.4f}", acc=f"{m['acc']:.4f}", exact=f"{m['exact']:.2f}"
                 )
         if step % ns.eval_every == 0 or step == h.steps:
-            e = {
-                k: float(v)
-                for k, v in eval_step(
-                    params, held_src, held["target"], held["target_len"], cfg
-                ).items()
-            }
-            meta["history"].append({"split": "heldout", "step": step, **e})
-            print(f"step {step}: heldout {e}", flush=True)
-            if h.long:  # long programs (level 5) apart: what the longer tables learn
+            for split, esrc, eb in evals:
                 e = {k: float(v) for k, v in eval_step(
-                    params, held_long_src, held_long["target"], held_long["target_len"], cfg
-                ).items()}  # fmt: skip
-                meta["history"].append({"split": "heldout_long", "step": step, **e})
-                print(f"step {step}: heldout_long {e}", flush=True)
+                    params, esrc, eb["target"], eb["target_len"], cfg).items()}  # fmt: skip
+                meta["history"].append({"split": split, "step": step, **e})
+                print(f"step {step}: {split} {e}", flush=True)
         if bar:
             bar.update(1)
         out_of_time = ns.time_limit and time.time() - t0 > ns.time_limit
