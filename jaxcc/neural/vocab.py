@@ -59,7 +59,7 @@ RET_OF_TYPE = {isa.T_INT: RET_INT, isa.T_BOOL: RET_BOOL, isa.T_NONE: RET_NONE}
 # Bounds of the neural path (a program over any of them is not compiled by the model;
 # the hybrid sends it to the deterministic compiler).
 N_VARS = 64  # interned name ids 0..63 (reserved names included)
-N_LITS = 64  # NUMBER tokens per source
+N_LITS = 128  # NUMBER tokens per source (64 up to stage 5)
 N_LABELS = 64  # labels per function
 N_NUMS = 32  # DEPTH / COUNT arguments 0..31
 N_LINES = 128  # source lines 1..128
@@ -81,7 +81,7 @@ LAB_BASE = LIT_BASE + N_LITS
 NUM_BASE = LAB_BASE + N_LABELS
 LN_BASE = NUM_BASE + N_NUMS
 VOCAB = LN_BASE + N_LINES
-assert VAR_BASE == 64 and VOCAB == 416
+assert VAR_BASE == 64 and VOCAB == 480
 
 
 def op_tok(op: int) -> int:
