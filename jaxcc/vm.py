@@ -29,6 +29,10 @@ Design (why it looks like this):
 * A step's memory reads are one gather of six pairs, passed through an optimization
   barrier together with ``mem`` before the one scatter (the fence in ``_fetch``), so XLA provably
   updates ``mem`` in place (without the barrier the H200 step was 3.7x slower).
+* A batch of ONE lane is stepped without vmap (``_stepper``): its reads are three dynamic
+  slices and its writes two dynamic-update-slices of one pair, which XLA:CPU does in
+  place; the gather and the scatter over a large memory (the CLI's limits) were split
+  into parallel tasks, a thread-pool round trip each, every step (docs/vm.md).
 * The status of a step (the first failing check) is computed once per lane and
   materialized, so XLA does not re-derive the whole check tree inside every register
   update (see ``_materialize``).
@@ -461,19 +465,28 @@ def _get(arr, start, size):
     return lax.dynamic_slice(arr, start, size)
 
 
-def _read_mem(mem, windows):
+def _place(start, dim: int, size: int):
+    """Where ``lax.dynamic_slice`` puts a window of ``size`` starting at ``start`` in an
+    axis of ``dim``: a negative start counts from the end (its allow_negative_indices
+    default), then it is clamped."""
+    return jnp.clip(jnp.where(start < 0, start + dim, start), 0, dim - size)
+
+
+def _read_mem(mem, windows, flat: bool = False):
     """The pairs of ``mem`` in each (start, size) window, as ONE gather: Int32[sum(size), 2].
 
-    A window is placed exactly as ``lax.dynamic_slice`` places it: a negative start
-    counts from the end (its allow_negative_indices default), then the window is clamped
-    into mem (so an unused read lands where it always did)."""
+    A window is placed exactly as ``lax.dynamic_slice`` places it (``_place``), so an
+    unused read lands where it always did. ``flat`` (one lane, not under vmap; mem is
+    Int32[1, M, 2]): the same pairs as one ``lax.dynamic_slice`` per window instead of the
+    gather (see ``_write``)."""
+    if flat:
+        zero = as_i32(0)
+        return jnp.concatenate(
+            [_get(mem, (zero, start, zero), (1, size, 2))[0] for start, size in windows]
+        )
     m = mem.shape[0]
     rows = jnp.concatenate(
-        [
-            jnp.clip(jnp.where(start < 0, start + m, start), 0, m - size)
-            + jnp.arange(size, dtype=jnp.int32)
-            for start, size in windows
-        ]
+        [_place(start, m, size) + jnp.arange(size, dtype=jnp.int32) for start, size in windows]
     )
     return jnp.take(mem, rows, axis=0, mode="clip")
 
@@ -513,6 +526,7 @@ class _Fetched(NamedTuple):
     ret_fn: object
     ret_serial: object
     mem: object
+    slot_row: object = None  # where ``slot`` was read (``_write``'s flat no-op target)
 
 
 class _Outcome(NamedTuple):
@@ -552,8 +566,10 @@ class _Registers(NamedTuple):
     n_out: object
 
 
-def _step(t: Tables, lay: Layout, limits: Limits, s: Lane) -> Lane:
-    """One instruction of one lane (vmapped over lanes; ``t`` is shared).
+def _step(t: Tables, lay: Layout, limits: Limits, s: Lane, flat: bool = False) -> Lane:
+    """One instruction of one lane (vmapped over lanes; ``t`` is shared). ``flat``: the
+    lane is stepped on its own, not under vmap (``_stepper``): memory is read by dynamic
+    slices and written by dynamic-update-slices instead of one gather and one scatter.
 
     Equivalent plain Python (``isa.py``'s check order; the first failing check stops the
     lane, leaving pc at the failing instruction):
@@ -573,10 +589,10 @@ def _step(t: Tables, lay: Layout, limits: Limits, s: Lane) -> Lane:
     opcode's results), ``_registers`` (pc, sp, frame, output count), ``_write`` (the
     pairs written to memory).
     """
-    f = _fetch(t, lay, s)
+    f = _fetch(t, lay, s, flat)
     x = _check(limits, s, f)
     r = _registers(s, f, x)
-    return _update(s, f, x, r, _write(lay, s, f, x, r))
+    return _update(s, f, x, r, _write(lay, s, f, x, r, flat))
 
 
 def _update(s: Lane, f: _Fetched, x: _Outcome, r: _Registers, mem) -> Lane:
@@ -606,7 +622,7 @@ def _update(s: Lane, f: _Fetched, x: _Outcome, r: _Registers, mem) -> Lane:
     )
 
 
-def _fetch(t: Tables, lay: Layout, s: Lane) -> _Fetched:
+def _fetch(t: Tables, lay: Layout, s: Lane, flat: bool = False) -> _Fetched:
     """Decode the instruction at pc and read what the step needs: the top three operands,
     the addressed slot and the caller's frame record (one gather), then the callee's or
     caller's function-table row."""
@@ -643,7 +659,7 @@ def _fetch(t: Tables, lay: Layout, s: Lane) -> _Fetched:
     )
     # All three reads in ONE gather of six pairs: the operand window (3 pairs), the
     # addressed slot, the frame record.
-    pairs = _read_mem(s.mem, ((win_at, 3), (slot_at, 1), (rec_at, 2)))
+    pairs = _read_mem(s.mem, ((win_at, 3), (slot_at, 1), (rec_at, 2)), flat)
 
     # one function-table row: the callee (CALL) or the caller (RETURN_VALUE)
     def fn_row(pairs, a, is_call, is_ret):
@@ -692,6 +708,7 @@ def _fetch(t: Tables, lay: Layout, s: Lane) -> _Fetched:
         ret_fn,
         ret_serial,
         mem,
+        _place(slot_at, lay.size, 1),
     )
 
 
@@ -865,10 +882,28 @@ def _registers(s: Lane, f: _Fetched, x: _Outcome) -> _Registers:
     return _Registers(nxt, pc, sp, fp, fn, fdepth, serial, nparams, nlocals, maxstack, n_out)
 
 
-def _write(lay: Layout, s: Lane, f: _Fetched, x: _Outcome, r: _Registers):
+def _write(lay: Layout, s: Lane, f: _Fetched, x: _Outcome, r: _Registers, flat: bool = False):
     """The (at most two) pairs the step writes to memory: a value-stack slot, a frame
-    record, an output item; the stopping step writes the lane's result instead."""
+    record, an output item; the stopping step writes the lane's result instead.
+
+    ``flat`` (one lane, not under vmap; ``f.mem`` is Int32[1, M, 2], the lane axis kept so
+    that XLA:CPU sees the update's operand as the loop's buffer itself, not a reshape of
+    it, else it copies the whole memory every step): two dynamic-update-slices of one
+    pair each, which XLA does in place and, unlike the scatter, never splits into
+    parallel tasks over the whole memory (on the CPU a large memory made the scatter and
+    the gather two thread-pool round trips per step; docs/vm.md). A pair not written is
+    replaced by one that changes nothing: pair 1 by the addressed slot as read
+    (``f.slot`` at ``f.slot_row``), pair 2 by pair 1 as written (i1 != i2 when both are
+    written, so pair 2 never overwrites a written pair 1)."""
     w1, i1, v1a, v1b, w2, i2, v2a, v2b = _write_pairs(lay, s, f, x, r)
+    if flat:
+        j1 = jnp.where(w1, i1, f.slot_row)
+        p1 = jnp.stack([jnp.where(w1, v1a, f.slot[0]), jnp.where(w1, v1b, f.slot[1])])
+        j2 = jnp.where(w2, i2, j1)
+        p2 = jnp.where(w2, jnp.stack([v2a, v2b]), p1)
+        zero = as_i32(0)
+        mem = lax.dynamic_update_slice(f.mem, p1[None, None], (zero, j1, zero))
+        return lax.dynamic_update_slice(mem, p2[None, None], (zero, j2, zero))
     idx = jnp.stack([jnp.where(w1, i1, lay.drop), jnp.where(w2, i2, lay.drop + 1)])
     vals = jnp.stack([jnp.stack([v1a, v1b]), jnp.stack([v2a, v2b])])
     return f.mem.at[idx].set(vals, mode="drop", unique_indices=True)
@@ -1010,6 +1045,21 @@ def _finish(t: Tables, lay: Layout, limits: Limits, s: Lane) -> isa.RunResult:
     )
 
 
+def _stepper(t: Tables, lay: Layout, limits: Limits, n: int) -> Callable[[Packed], Packed]:
+    """One step of every lane of a Packed of ``n`` lanes: ``_step`` under vmap, or, for
+    one lane, ``_step`` of that lane on its own (``flat``: no gather or scatter over the
+    lane's memory, which keeps its lane axis of 1; the same results)."""
+    if n == 1:
+
+        def step(p: Packed) -> Packed:
+            one = jax.tree.map(lambda x: x[0], p._replace(mem=None))._replace(mem=p.mem)
+            q = _pack(_step(t, lay, limits, _unpack(one), flat=True))
+            return jax.tree.map(lambda x: x[None], q._replace(mem=None))._replace(mem=q.mem)
+
+        return step
+    return jax.vmap(lambda p: _pack(_step(t, lay, limits, _unpack(p))))
+
+
 def _put(full: Packed, idx, part: Packed) -> Packed:
     """full[idx] = part, lane-wise (idx: distinct lane indices)."""
     return jax.tree.map(lambda f, p: f.at[idx].set(p, unique_indices=True), full, part)
@@ -1061,10 +1111,10 @@ def _run_lanes(
         raise ValueError(f"backend must be one of {BACKENDS}: {backend!r}")
     lay = layout(limits)
     full = jax.vmap(lambda *a: _pack(_init(t, lay, limits, *a)))(pid, entry, args, budget)
-    vstep = jax.vmap(lambda p: _pack(_step(t, lay, limits, _unpack(p))))
 
     def body(s):
-        return lax.fori_loop(0, inner_steps, lambda _, x: vstep(x), s, unroll=unroll)
+        step = _stepper(t, lay, limits, s.regs.shape[0])
+        return lax.fori_loop(0, inner_steps, lambda _, x: step(x), s, unroll=unroll)
 
     n = pid.shape[0]
     levels = 0
@@ -1287,7 +1337,7 @@ def start_tests(program: isa.Program, entry, args, limits: Limits = DEFAULT, bud
 )
 def _advance(t: Tables, lanes: Packed, chunks, limits: Limits, inner_steps: int, unroll: int):
     lay = layout(limits)
-    vstep = jax.vmap(lambda p: _pack(_step(t, lay, limits, _unpack(p))))
+    vstep = _stepper(t, lay, limits, lanes.regs.shape[0])
 
     def cond(c):
         i, s = c

@@ -1061,6 +1061,31 @@ def test_shrink_gives_identical_results():
     assert int(plain.result[1]) == sum(k * k for k in range(60))
 
 
+def test_one_lane_steps_like_a_lane_of_a_batch():
+    """A state of one lane is stepped without vmap (``vm._stepper``'s flat path: dynamic
+    slices and dynamic-update-slices of the lane's memory instead of the gather and the
+    scatter). Every hand case and hostile program, run alone, ends (and is, after a few
+    steps) in exactly the registers and memory words of its lane in a batch."""
+    progs = [c[1] for c in CASES] + hostile_programs(10, seed=3)
+    n = len(progs)
+    rng = np.random.default_rng(11)
+    entry = np.array([c[2] for c in CASES] + list(rng.integers(-1, 3, n - len(CASES))), np.int32)
+    args = np.stack([pad_args(c[3]) for c in CASES]
+                    + [rng.integers(-3, 9, A_PAD).astype(np.int32) for _ in range(n - len(CASES))])  # fmt: skip
+    batch = stack_programs(progs)
+    for steps in (5, None):
+        many = vm.advance(vm.start(batch, SMALL, entry, args), SMALL, steps).lanes
+        many = jax.device_get(many)
+        for i, p in enumerate(progs):
+            one = vm.advance(vm.start(p, SMALL, entry[i], args[i]), SMALL, steps).lanes
+            one = jax.device_get(one)
+            assert one.regs.shape[0] == 1
+            for field in vm.Packed._fields:
+                if field != "pid":  # the batch's lane i runs program i, the lone lane 0
+                    g, w = np.asarray(getattr(one, field))[0], np.asarray(getattr(many, field))[i]
+                    assert np.array_equal(g, w), f"lane {i} ({steps} steps): {field}"
+
+
 def test_read_mem_clamps_like_dynamic_slice():
     """The step's one 6-pair gather reads exactly what three lax.dynamic_slice calls read,
     clamped windows (start < 0, start past the end) included."""
