@@ -50,13 +50,15 @@ def _program_seed(seed: int, i: int, level: int) -> int:
     return int.from_bytes(h, "little") & (2**62 - 1)
 
 
-def generate_one(pseed: int, level: int) -> str:
+def generate_one(pseed: int, level: int, textbook_version: int | None = None) -> str:
+    """One program of a level. ``textbook_version``: ``textbook.program``'s version for
+    level 4 (default its newest; 1 regenerates what stages 4-6 were evaluated on)."""
     from jaxcc import testing
 
     if level == TEXTBOOK:
         from jaxcc.neural import textbook
 
-        src = textbook.program(pseed)
+        src = textbook.program(pseed, textbook_version or textbook.VERSION)
         r = testing._Seeded(pseed ^ 0x5EED)
         if r.chance(30):  # the same program with other formatting (its comments dropped)
             return testing._Render(testing._Seeded(r.int(0, 2**32 - 1)), r.int(1, 2)).module(
@@ -78,12 +80,14 @@ def generate_one(pseed: int, level: int) -> str:
     return plain
 
 
-def generate(seed: int, n: int, level: int, split: str = "train") -> list[str]:
+def generate(
+    seed: int, n: int, level: int, split: str = "train", textbook_version: int | None = None
+) -> list[str]:
     """n program sources of a curriculum level, from ``seed`` (checked against split)."""
     rng = TRAIN_SEEDS if split == "train" else HELDOUT_SEEDS
     if seed not in rng:
         raise ValueError(f"seed {seed} is not a {split} seed ({rng})")
-    return [generate_one(_program_seed(seed, i, level), level) for i in range(n)]
+    return [generate_one(_program_seed(seed, i, level), level, textbook_version) for i in range(n)]
 
 
 def label(

@@ -40,11 +40,13 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     return 1.0 - float(np.prod(1.0 - k / np.arange(n - c + 1, n + 1)))
 
 
-def heldout_sources(level: int, n: int) -> list[str]:
-    """The n held-out programs of a level that ``main`` judges (and ``by_bounds`` splits)."""
+def heldout_sources(level: int, n: int, textbook_version: int | None = None) -> list[str]:
+    """The n held-out programs of a level that ``main`` judges (and ``by_bounds`` splits);
+    level 4 from ``textbook.program``'s newest version unless ``textbook_version``."""
     from jaxcc.neural import corpus
 
-    return corpus.generate(corpus.HELDOUT_SEEDS[0] + 1000 * level, n, level, split="heldout")
+    seed = corpus.HELDOUT_SEEDS[0] + 1000 * level
+    return corpus.generate(seed, n, level, split="heldout", textbook_version=textbook_version)
 
 
 def reference_programs(sources, nl):
@@ -156,7 +158,8 @@ def by_bounds(eval_dir: str, n: int) -> dict:
     k = int(z["n"])
     report = {}
     for level in sorted(int(x) for x in summary["levels"]):
-        srcs = heldout_sources(level, n)
+        # evaluations before textbook version 2 (stages 4-6) recorded none
+        srcs = heldout_sources(level, n, summary.get("textbook_version", 1))
         _, ok = reference_programs(srcs, api.NEURAL_LIMITS)  # main's "live" programs
         live = [s for s, o in zip(srcs, ok, strict=True) if o]
         rows = np.nonzero(z["level"] == level)[0]
@@ -189,7 +192,7 @@ def _pass_stats(correct, greedy, k: int) -> dict:
 
 def main(argv=None) -> int:
     from jaxcc.neural import corpus as data
-    from jaxcc.neural import weights
+    from jaxcc.neural import textbook, weights
 
     p = argparse.ArgumentParser(prog="python -m jaxcc.neural.evaluate")
     p.add_argument("--out", required=True)
@@ -220,7 +223,8 @@ def main(argv=None) -> int:
     key = jax.random.key(1234)
     summary = {"device": jax.devices()[0].device_kind, "weights": ns.weights,
                "weights_info": {k: v for k, v in weights.info(ns.weights).items() if k != "history"},
-               "k": ns.k, "temperature": ns.temperature, "probes": ns.probes, "levels": {}}  # fmt: skip
+               "k": ns.k, "temperature": ns.temperature, "probes": ns.probes,
+               "textbook_version": textbook.VERSION, "levels": {}}  # fmt: skip
     rows = []
     for level in [int(x) for x in ns.levels.split(",") if x]:
         srcs = heldout_sources(level, ns.n)

@@ -21,6 +21,10 @@ from __future__ import annotations
 import random
 
 INT, BOOL, NONE = "int", "bool", "None"
+# 2 (stage 7): prints of up to six values, bool values printed, the self-check loop
+# (a flag cleared when a call disagrees, then printed). 1: the generator stages 4-6
+# trained on and evaluated with; kept so that their held-out level-4 programs regenerate.
+VERSION = 2
 
 _VARS = ("total", "count", "s", "acc", "result", "best", "k", "m", "t", "r", "x", "y", "z",
          "prod", "digits", "steps", "low", "high", "mid", "rem", "value", "cur", "prev",
@@ -59,8 +63,9 @@ class _Scope:
 
 
 class _Book:
-    def __init__(self, seed: int):
+    def __init__(self, seed: int, version: int = VERSION):
         self.r = random.Random(seed)
+        self.version = version
         self.funcs: list[_Fn] = []
         self.lines: list[str] = []
 
@@ -229,10 +234,7 @@ class _Book:
         in_fn = sc.fn is not None
         if r < 0.32 or depth <= 0:
             if not in_fn and self.chance(0.3):
-                self.emit(
-                    ind,
-                    f"print({', '.join(self.expr(sc, INT, 2) for _ in range(self.r.randint(1, 2)))})",
-                )
+                self.emit(ind, f"print({self.print_args(sc, 2)})")
                 return
             self.assign(sc, ind)
             return
@@ -269,10 +271,7 @@ class _Book:
             self.emit(ind + 1, f"return {self.expr(sc, sc.fn.ret, 2)}")
             return
         if not in_fn or sc.fn.ret == NONE:
-            self.emit(
-                ind,
-                f"print({', '.join(self.expr(sc, INT, 2) for _ in range(self.r.randint(1, 3)))})",
-            )
+            self.emit(ind, f"print({self.print_args(sc)})")
             return
         self.assign(sc, ind)
 
@@ -368,6 +367,51 @@ class _Book:
                 self.stmt(sc, 0, 1)
         return "\n".join(self.lines).rstrip() + "\n"
 
+    def n_print(self, v1_max: int = 3) -> int:
+        """How many values a ``print`` shows: people print up to half a dozen at once."""
+        if self.version == 1:
+            return self.r.randint(1, v1_max)
+        return self.r.choices((1, 2, 3, 4, 5, 6), (35, 25, 15, 12, 8, 5))[0]
+
+    def print_args(self, sc: _Scope, v1_max: int = 3) -> str:
+        if self.version == 1:
+            return ", ".join(self.expr(sc, INT, 2) for _ in range(self.r.randint(1, v1_max)))
+        return ", ".join(
+            self.expr(sc, BOOL, 1) if self.chance(0.15) else self.expr(sc, INT, 2)
+            for _ in range(self.n_print())
+        )
+
+    def check_loop(self, sc: _Scope, ind: int, f: _Fn) -> None:
+        """The self-check idiom: a bool flag cleared when a call disagrees with a formula
+        (or a predicate fails) over a range, then printed."""
+        flag = self.fresh_var(sc, BOOL)
+        v = self.pick(("n", "i", "x", "k"))
+        if sc.types.get(v, INT) != INT or v in sc.protected:
+            v = self.fresh_var(sc, INT)
+        sc.types[v] = INT
+        self.emit(ind, f"{flag} = True")
+        self.emit(ind, f"for {v} in range({self.r.randint(0, 3)}, {self.r.randint(8, 200)}):")
+        inner = sc.inner(1, protect=v)
+        inner.ready.append(v)
+        args = ", ".join(
+            v if i == 0 else (str(self.r.randint(0, 9)) if t == INT else "True")
+            for i, (_, t) in enumerate(f.params)
+        )
+        if f.ret == BOOL:
+            test = f"not {f.name}({args})" if self.chance(0.5) else f"{f.name}({args})"
+        else:
+            test = (
+                f"{f.name}({args}) {self.pick(('!=', '<', '>', '=='))} {self.expr(inner, INT, 2)}"
+            )
+        self.emit(ind + 1, f"if {test}:")
+        self.emit(ind + 2, f"{flag} = False")
+        if self.chance(0.3):
+            self.emit(ind + 2, "break")
+        sc.ready.append(flag)
+        self.emit(
+            ind, f"print({flag})" if self.chance(0.6) else f"print({self.print_args(sc)}, {flag})"
+        )
+
     def print_calls(self, sc: _Scope, ind: int) -> None:
         f = self.pick(self.funcs)
         r = self.r.random()
@@ -379,9 +423,10 @@ class _Book:
             self.emit(ind, f"{f.name}({args()})")
         elif r < 0.4:
             self.emit(
-                ind,
-                f"print({', '.join(f'{f.name}({args()})' for _ in range(self.r.randint(1, 3)))})",
+                ind, f"print({', '.join(f'{f.name}({args()})' for _ in range(self.n_print()))})"
             )
+        elif r < 0.5 and f.params[0][1] == INT and self.version >= 2:
+            self.check_loop(sc, ind, f)
         elif r < 0.7 and f.params[0][1] == INT:
             v = self.pick(("n", "i", "x", "k"))
             if sc.types.get(v, INT) != INT or v in sc.protected:
@@ -412,6 +457,6 @@ class _Book:
             sc.ready.append(acc)
 
 
-def program(seed: int) -> str:
-    """One textbook-style program, a pure function of ``seed``."""
-    return _Book(seed).module()
+def program(seed: int, version: int = VERSION) -> str:
+    """One textbook-style program, a pure function of ``seed`` (and ``version``)."""
+    return _Book(seed, version).module()
