@@ -204,6 +204,8 @@ def main(argv=None) -> int:
     p.add_argument("--levels", default="0,1,2,3,4", help="4: textbook-style (corpus.TEXTBOOK)")
     p.add_argument("--handwritten", default="tests/neural_holdout")
     p.add_argument("--throughput", action="store_true")
+    p.add_argument("--batch", type=int, default=64,
+                   help="programs per judging call (x k samples: 16 fits a 24 GB CPU)")  # fmt: skip
     p.add_argument("--chunk", type=int, default=None,
                    help="hand-written files compiled per call (default: all at once)")  # fmt: skip
     p.add_argument("--by-bounds", action="store_true",
@@ -228,8 +230,10 @@ def main(argv=None) -> int:
     rows = []
     for level in [int(x) for x in ns.levels.split(",") if x]:
         srcs = heldout_sources(level, ns.n)
-        greedy, ok, tg = judge(srcs, cfg, params, key, 1, 0.0, True, ns.probes, nl, vl)
-        samp, _, ts = judge(srcs, cfg, params, key, ns.k, ns.temperature, False, ns.probes, nl, vl)
+        greedy, ok, tg = judge(srcs, cfg, params, key, 1, 0.0, True, ns.probes, nl, vl, ns.batch)
+        samp, _, ts = judge(
+            srcs, cfg, params, key, ns.k, ns.temperature, False, ns.probes, nl, vl, ns.batch
+        )
         c = samp.sum(axis=1)
         live = ok
         pk = {kk: float(np.mean([pass_at_k(ns.k, int(ci), kk) for ci in c[live]]))
