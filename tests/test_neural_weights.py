@@ -96,4 +96,6 @@ def test_shipped_weights_compile_the_examples_on_cpu(tmp_path):
             right.append(path.name)
     assert len(right) >= 6, right
     err = rows["long.py"]["error"]
-    assert err["type"] == "LimitError" and "outside what the neural compiler reads" in err["message"]
+    assert (
+        err["type"] == "LimitError" and "outside what the neural compiler reads" in err["message"]
+    )

@@ -355,7 +355,9 @@ def main(argv=None) -> int:
             try:  # the same model, or one whose position tables or vocabulary grew
                 _, params = weights.load(ns.init, cfg)
             except ValueError as e:
-                raise SystemExit(f"{ns.init} cannot start a model of config {ns.config}: {e}") from e
+                raise SystemExit(
+                    f"{ns.init} cannot start a model of config {ns.config}: {e}"
+                ) from e
         opt_state = tx.init(params)
         meta = {"config": cfg._asdict(), "hyper": h._asdict(), "step": 0, "history": [],
                 "command": "python -m jaxcc.neural.train " + " ".join(sys.argv[1:] if argv is None else argv), "calls": [],
@@ -455,8 +457,9 @@ CONFIGS = {
     "base": Config(d_model=256, n_layers=6, n_heads=8, d_ff=1024, features=2),
     # base reading up to 768 source tokens and writing up to 1280 (stage 6 on): every
     # generated program the neural path's Limits take (hybrid.NEURAL_LIMITS)
-    "long": Config(d_model=256, n_layers=6, n_heads=8, d_ff=1024, max_src=768, max_out=1280,
-                   features=2),
+    "long": Config(
+        d_model=256, n_layers=6, n_heads=8, d_ff=1024, max_src=768, max_out=1280, features=2
+    ),
     "v1": Config(d_model=256, n_layers=4, n_heads=8, d_ff=768),
     "tiny": Config(d_model=64, n_layers=2, n_heads=4, d_ff=128, remat=False, features=2),
 }
