@@ -279,7 +279,8 @@ def _bound_sources():
         "compile_error": ("x = 1 +\n", V.NEURAL_DEFAULT),
         "too_long_source": ("x = 1\n" * 100, V.NEURAL_DEFAULT),
         "too_many_names": (many_names, BIG),
-        "too_many_literals": ("x = 0\n" + "x = x + 2\n" * 64, BIG),
+        # N_LITS + 1 NUMBER tokens, four to a line (the lines stay under the line bound)
+        "too_many_literals": ("x = 0\n" + "x = x + 2 + 2 + 2 + 2\n" * (V.N_LITS // 4), BIG),
         "too_many_lines": ("x = 0\n" + "\n" * 130 + "print(x)\n", BIG),
         "too_many_params": ("def f(a, b, c, d, e, f1, g, h, i):\n    return 0\n", BIG),
         "too_many_functions": ("".join(f"def f{i}():\n    return 0\n" for i in range(16)), BIG),
@@ -301,7 +302,8 @@ def test_just_inside_bounds():
     """The largest programs inside each bound still label (and round-trip)."""
     srcs = [
         "".join(f"v{i} = 0\n" for i in range(57)),  # name ids up to 63
-        "x = 0\n" + "x = x + 2\n" * 63,  # 64 literals
+        # N_LITS literals
+        "x = 0\n" + "x = x + 2 + 2 + 2 + 2\n" * (V.N_LITS // 4 - 1) + "x = x + 2 + 2 + 2\n",
         "x = 0\n" + "\n" * 125 + "print(x)\n",  # print on line 127, ENDMARKER on 128
         "def f(a, b, c, d, e, f1, g, h):\n    return h\nprint(f(1, 2, 3, 4, 5, 6, 7, 8))\n",
         "".join(f"def f{i}():\n    return 0\n" for i in range(15)),
