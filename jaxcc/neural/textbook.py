@@ -375,20 +375,26 @@ class _Book:
 
     def print_args(self, sc: _Scope, v1_max: int = 3) -> str:
         if self.version == 1:
-            return ", ".join(self.expr(sc, INT, 2) for _ in range(self.r.randint(1, v1_max)))
+            return ", ".join(self.expr(sc, INT, 2) for _ in range(self.n_print(v1_max)))
         return ", ".join(
             self.expr(sc, BOOL, 1) if self.chance(0.15) else self.expr(sc, INT, 2)
             for _ in range(self.n_print())
         )
 
-    def check_loop(self, sc: _Scope, ind: int, f: _Fn) -> None:
-        """The self-check idiom: a bool flag cleared when a call disagrees with a formula
-        (or a predicate fails) over a range, then printed."""
-        flag = self.fresh_var(sc, BOOL)
+    def counter(self, sc: _Scope) -> str:
+        """An int variable for a module-level loop over calls: a usual name where it is
+        free, else a fresh one."""
         v = self.pick(("n", "i", "x", "k"))
         if sc.types.get(v, INT) != INT or v in sc.protected:
             v = self.fresh_var(sc, INT)
         sc.types[v] = INT
+        return v
+
+    def check_loop(self, sc: _Scope, ind: int, f: _Fn) -> None:
+        """The self-check idiom: a bool flag cleared when a call disagrees with a formula
+        (or a predicate fails) over a range, then printed."""
+        flag = self.fresh_var(sc, BOOL)
+        v = self.counter(sc)
         self.emit(ind, f"{flag} = True")
         self.emit(ind, f"for {v} in range({self.r.randint(0, 3)}, {self.r.randint(8, 200)}):")
         inner = sc.inner(1, protect=v)
@@ -428,10 +434,7 @@ class _Book:
         elif r < 0.5 and f.params[0][1] == INT and self.version >= 2:
             self.check_loop(sc, ind, f)
         elif r < 0.7 and f.params[0][1] == INT:
-            v = self.pick(("n", "i", "x", "k"))
-            if sc.types.get(v, INT) != INT or v in sc.protected:
-                v = self.fresh_var(sc, INT)
-            sc.types[v] = INT
+            v = self.counter(sc)
             rest = ", ".join(
                 str(self.r.randint(0, 9)) if t == INT else "True" for _, t in f.params[1:]
             )
