@@ -86,6 +86,10 @@ def test_curriculum_and_going_on_from_weights():
     # from scratch: levels 0-1 first; from trained weights: every level from the start
     assert {train.level_of(i, 1000) for i in range(40)} == {0, 1}
     assert {train.level_of(i, 1000, curriculum=False) for i in range(4)} == {0, 1, 2, 3}
+    # --cycle replaces the mix once every level is reached, not the curriculum before it
+    cyc = [train.level_of(i, 1000, curriculum=False, long=True, cycle="3,5,5") for i in range(6)]
+    assert cyc == [3, 5, 5, 3, 5, 5]
+    assert {train.level_of(i, 1000, cycle="3,5,5") for i in range(40)} == {0, 1}
 
 
 def test_attention_choice_off_gpu(batch):

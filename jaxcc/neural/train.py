@@ -86,6 +86,7 @@ class Hyper(NamedTuple):
     reuse: int = 1  # training steps per generated batch (data_index)
     textbook: bool = False  # mix in level 4 (corpus.TEXTBOOK) batches: level_of
     long: bool = False  # mix in level 5 (corpus.LONG) batches too: level_of
+    cycle: str = ""  # e.g. "1,3,4,5,2,3,4,5": the levels' mix once all are reached (level_of)
 
 
 def optimizer(h: Hyper):
@@ -275,13 +276,17 @@ LONG_CYCLE = (0, 1, 2, 3, 4, 5, 4, 5)
 
 
 def level_of(step: int, total: int, curriculum: bool = True, textbook: bool = False,
-             long: bool = False) -> int:  # fmt: skip
+             long: bool = False, cycle: str = "") -> int:  # fmt: skip
     """Curriculum: small programs first, every level mixed in once reached (without
     the curriculum, as when training goes on from trained weights: all levels from the
     start); with ``textbook``, level 4 joins at the end of the curriculum
-    (``TEXTBOOK_CYCLE``), with ``long`` level 5 too (``LONG_CYCLE``)."""
+    (``TEXTBOOK_CYCLE``), with ``long`` level 5 too (``LONG_CYCLE``); ``cycle`` (levels
+    separated by commas) replaces either cycle, to weigh the levels otherwise."""
     p = step / max(total, 1) if curriculum else 1.0
     top = 1 if p < 0.05 else 2 if p < 0.15 else 3
+    if cycle and top == 3:
+        levels = [int(x) for x in cycle.split(",")]
+        return levels[step % len(levels)]
     if long and top == 3:
         return LONG_CYCLE[step % len(LONG_CYCLE)]
     if textbook and top == 3:
@@ -290,9 +295,10 @@ def level_of(step: int, total: int, curriculum: bool = True, textbook: bool = Fa
 
 
 def batches(seed: int, start: int, total: int, batch: int, workers: int, nlimits,
-            curriculum: bool = True, textbook: bool = False, long: bool = False):  # fmt: skip
+            curriculum: bool = True, textbook: bool = False, long: bool = False,
+            cycle: str = ""):  # fmt: skip
     """Batch i for i in [start, total): a pure function of (seed, i) (data.batch_at)."""
-    args = [(seed, i, batch, level_of(i, total, curriculum, textbook, long))
+    args = [(seed, i, batch, level_of(i, total, curriculum, textbook, long, cycle))
             for i in range(start, total)]  # fmt: skip
     f = functools.partial(_batch_at, nlimits=nlimits)
     if workers <= 1:
@@ -327,6 +333,9 @@ def main(argv=None) -> int:
                    help="mix in textbook-style programs (level 4, jaxcc.neural.textbook)")  # fmt: skip
     p.add_argument("--long", action="store_true",
                    help="mix in long level-3 programs too (level 5, corpus.LONG)")  # fmt: skip
+    p.add_argument("--cycle", default="",
+                   help="levels mixed once all are reached, e.g. 1,3,4,5,2,3,4,5 "
+                   "(default: train.LONG_CYCLE with --long, TEXTBOOK_CYCLE with --textbook)")  # fmt: skip
     p.add_argument("--config", default="base", choices=sorted(CONFIGS))
     p.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2) - 1))
     p.add_argument(
@@ -340,10 +349,12 @@ def main(argv=None) -> int:
     p.add_argument("--attention", default="auto", choices=("auto", "xla", "cudnn"),
                    help="auto: the fused cuDNN kernel where it runs and agrees with xla")  # fmt: skip
     ns = p.parse_args(argv)
+    if ns.cycle and not all(x.strip().isdigit() and 0 <= int(x) <= 5 for x in ns.cycle.split(",")):
+        p.error(f"--cycle {ns.cycle!r}: levels 0-5 separated by commas")
     t0 = time.time()
     cfg = CONFIGS[ns.config]
     h = Hyper(ns.steps, ns.batch, ns.lr, ns.warmup, seed=ns.seed, reuse=ns.reuse,
-              textbook=ns.textbook, long=ns.long)  # fmt: skip
+              textbook=ns.textbook, long=ns.long, cycle=ns.cycle)  # fmt: skip
     from jaxcc.cli import enable_compilation_cache
 
     enable_compilation_cache()
@@ -367,6 +378,7 @@ def main(argv=None) -> int:
         meta["hyper"].setdefault("reuse", 1)
         meta["hyper"].setdefault("textbook", False)
         meta["hyper"].setdefault("long", False)
+        meta["hyper"].setdefault("cycle", "")
         if Config(**meta["config"]) != cfg or {**meta["hyper"], "steps": h.steps} != h._asdict():
             raise SystemExit(f"{ns.out} was trained with other settings: {meta['hyper']}")
         if meta["hyper"]["steps"] != h.steps:  # a longer or shorter schedule from here on
@@ -401,7 +413,7 @@ def main(argv=None) -> int:
     )
     curriculum = not meta.get("init")
     it = batches(h.seed, first, n_batches, h.batch, ns.workers, cfg.nlimits, curriculum,
-                 h.textbook, h.long)  # fmt: skip
+                 h.textbook, h.long, h.cycle)  # fmt: skip
     recent: dict[int, dict] = {}
     bar = tqdm(total=h.steps, initial=step, dynamic_ncols=True) if tqdm else None
     last_save = step
