@@ -8,6 +8,7 @@
 # tracing lines of each cold run in $OUT/compiles_NAME.txt.
 #   bash bench/cli_cold.sh                     # cold and warm, split and one jit
 #   CLI_COLD_SET=exec bash bench/cli_cold.sh   # warm runs with and without exec_cache
+#   CLI_COLD_SET=timeout bash bench/cli_cold.sh  # the default --timeout: cold and warm
 set -uo pipefail
 export PYTHONPATH=${PYTHONPATH:-.} PYTHONUNBUFFERED=1
 out=${OUT:-/tmp/cli_cold}
@@ -30,6 +31,20 @@ run() {  # run NAME CACHE_DIR ENV... -- ARGS...
 }
 
 c=$(mktemp -d)
+if [ "${CLI_COLD_SET:-all}" = timeout ]; then
+  # the default time limit (cli.DefaultTimeout): a runaway, the examples and a loop of a
+  # million iterations (~1.5e7 instructions), each cold (empty cache) and then warm
+  mil=$(dirname "$inf")/million.py
+  printf 's = 0\ni = 0\nwhile i < 1000000:\n    s = (s * 31 + i) %% 1000003\n    i = i + 1\nprint(s)\n' >"$mil"
+  run inf_cold "$c/a" -- "$inf"
+  run examples_json_cold "$c/b" -- --json examples/*.py
+  run million_cold "$c/c" -- "$mil"
+  run inf_warm "$c/a" -- "$inf"
+  run examples_json_warm "$c/b" -- --json examples/*.py
+  run million_warm "$c/c" -- "$mil"
+  run inf_warm2 "$c/a" -- "$inf"
+  exit 0
+fi
 if [ "${CLI_COLD_SET:-all}" = exec ]; then
   # the executable cache (jaxcc/exec_cache.py): warm runs with it (the default) and
   # without it (JAXCC_EXEC_CACHE=0: the persistent compilation cache alone)

@@ -3,8 +3,9 @@
 python bench/cli_cold_run.py NAME OUT_DIR ARGS...   # runs `python -m jaxcc run ARGS...`
 
 Appends one JSON line to OUT_DIR/cold.jsonl: wall, user and sys seconds of the child,
-its exit status, its stdout line count and the last line of its stderr that is not a
-log line; for a run whose NAME contains "cold", the JAX_LOG_COMPILES lines (tracing and
+its exit status, its stdout line count and last line, how many programs the time limit
+stopped ("still running after" in its output) and the last line of its stderr that is
+not a log line; for a run whose NAME contains "cold", the JAX_LOG_COMPILES lines (tracing and
 XLA compile per jit) go to OUT_DIR/compiles_NAME.txt.
 """
 
@@ -34,6 +35,8 @@ def main() -> None:
     row = dict(run=name, wall_s=round(wall, 2), user_s=round(ru.ru_utime, 2),
                sys_s=round(ru.ru_stime, 2), exit=p.returncode,
                stdout_lines=len(p.stdout.splitlines()),
+               stdout_last=(p.stdout.splitlines() or [""])[-1][:200],
+               timed_out=(p.stdout + p.stderr).count("still running after"),
                stderr_last=msg[-1][:200] if msg else "")  # fmt: skip
     print(json.dumps(row), flush=True)
     with open(f"{out}/cold.jsonl", "a") as f:

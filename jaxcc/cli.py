@@ -33,7 +33,9 @@ import json
 import os
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
+from typing import NamedTuple
 
 import numpy as np
 
@@ -44,11 +46,51 @@ from jaxcc.limits import CLI, Limits
 
 DEFAULT_COMPILER = "jax"
 DEFAULT_VM = "jax"
+
+
+def _process_start() -> float:
+    """When this process started, on time.monotonic's clock (Linux: /proc/self/stat's
+    start time; elsewhere, or if that looks wrong, now: this module is imported first)."""
+    now = time.monotonic()
+    try:
+        with open("/proc/self/stat") as f:
+            ticks = int(f.read().rsplit(")", 1)[1].split()[19])
+        start = ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return now
+    return start if 0 <= now - start < 60 else now
+
+
+# the start of a `jaxcc run`, for the default time limit (interpreter start-up included)
+_T_START = _process_start()
+
 # `jaxcc run --timeout`: seconds of run time (compiles not counted) for the whole batch.
-# On the 2-core CPU every examples/*.py finishes in ~13-16 s of run time as one batch
-# (bits.py's 1.8M steps are the longest), and `while True: pass` then ends after
-# 20 s + ~5 s of start-up and compile: docs/vm.md ("Budgets").
+# Without --timeout the limit is DefaultTimeout(): 20 s of run time, fewer when start-up
+# and compiling took long, so that a runaway program ends about 28 s after jaxcc started
+# (a cold GPU spends ~23 s compiling), never fewer than 5 s. On the 2-core CPU every
+# examples/*.py finishes in ~12-16 s of run time as one batch (bits.py's 1.8M steps are
+# the longest), and `while True: pass` ends after 20 s + ~5 s of start-up and compile:
+# docs/vm.md ("Budgets").
 DEFAULT_TIMEOUT = 20.0
+
+
+class DefaultTimeout(NamedTuple):
+    """The default --timeout: at most ``most`` seconds of run time, ending the run
+    ``end_s`` seconds after ``start`` (time.monotonic) when start-up and compiling took
+    longer than ``end_s - most``, but never before ``least`` seconds of run time."""
+
+    most: float = DEFAULT_TIMEOUT
+    end_s: float = 28.0
+    least: float = 5.0
+    start: float = _T_START
+
+    def seconds(self, now: float) -> float:
+        """The run time allowed to a run whose programs start running at ``now``."""
+        return min(self.most, max(self.least, self.start + self.end_s - now))
+
+    def describe(self) -> str:
+        return (f"the default limit ends a run {self.end_s:g} s after jaxcc started, with "
+                f"{self.least:g} to {self.most:g} s of run time")  # fmt: skip
 
 
 def _reference_compile_many(sources, limits):
@@ -281,11 +323,13 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--timeout",
         type=float,
-        default=DEFAULT_TIMEOUT,
+        default=None,
         metavar="SECONDS",
         help="wall-clock limit on running the programs (the whole batch; compiling is not "
         "counted): programs still running then stop with TimeoutError; 0 for no limit "
-        f"(default {DEFAULT_TIMEOUT:g}; --vm jax only)",
+        f"(default: {DefaultTimeout().describe()}, so that a runaway program ends within "
+        f"30 s; with --compiler neural or hybrid {DEFAULT_TIMEOUT:g} s of run time; "
+        "--vm jax only)",
     )
     run.add_argument(
         "--trace",
@@ -421,13 +465,17 @@ def _result_text(value: int, rettype: int) -> str | None:
 
 
 def _lane_error(r: _FileResult, lane, src: str, dbg, prog, limits: Limits, expired: bool,
-                timeout: float | None) -> None:  # fmt: skip
+                timeout: float | None, default: DefaultTimeout | None = None) -> None:  # fmt: skip
     """Record a lane's run-time error on r; a TimeoutError names the limit that ended it
-    (--max-steps, or --timeout when ``expired``) and how to raise it."""
+    (--max-steps, or --timeout when ``expired``: ``timeout`` seconds of run time, which
+    ``default`` chose when given) and how to raise it."""
     err = fmt.describe(lane, src, dbg, prog)
     text = fmt.format_error(lane, src, r.path, dbg, prog)
     if int(lane.status) == Code.TIMEOUT:
-        if expired:
+        if expired and default is not None:
+            msg = (f"still running after {timeout:.3g} s of run time ({default.describe()}; "
+                   "raise it with --timeout SECONDS, or 0 for no limit)")  # fmt: skip
+        elif expired:
             msg = (f"still running after {timeout:g} s of run time (limit --timeout {timeout:g}; "
                    "raise it with --timeout SECONDS, or 0 for no limit)")  # fmt: skip
         else:
@@ -505,7 +553,7 @@ def run_files(
     trace=None,
     neural: dict | None = None,
     *,
-    timeout: float | None = None,
+    timeout: float | DefaultTimeout | None = None,
     on_result: Callable[[int, _FileResult], None] | None = None,
     stop: Callable[[], bool] | None = None,
     passes: tuple[str, ...] | None = None,
@@ -518,7 +566,8 @@ def run_files(
     ``neural``: options of the neural/hybrid compilers (k, temperature, seed).
     ``timeout``: wall-clock seconds of run time (compiles not counted) for the whole
     batch, module bodies and --entry calls together; programs still running then stop
-    with TimeoutError (None: no limit; the jax VM only).
+    with TimeoutError (None: no limit; the jax VM only). A ``DefaultTimeout`` fixes the
+    seconds when the programs start running (``DefaultTimeout.seconds``).
     ``on_result(i, result)``: called once per file, as soon as file i's result is final
     (its program stopped, or it failed to read or compile), in completion order.
     ``stop``: polled between slices (a ``driver.Interrupt`` makes Ctrl-C such a stop);
@@ -574,6 +623,9 @@ def run_files(
     info = {"run_s": 0.0}
     if warm is not None:
         warm.join()
+    default = timeout if isinstance(timeout, DefaultTimeout) else None
+    if default is not None:
+        timeout = default.seconds(time.monotonic())
     lanes = _run_lanes(vm, run, program, limits, None, None, budget, timeout, stop, info)
     for j, lane, expired in lanes:
         if not compiled[j]:
@@ -582,7 +634,8 @@ def run_files(
         r, dbg = results[i], debug[j] if debug is not None else None
         r.stdout = _stdout(lane)
         if int(lane.status) != Code.OK:
-            _lane_error(r, lane, sources[j], dbg, _lane(program, j), limits, expired, timeout)
+            _lane_error(r, lane, sources[j], dbg, _lane(program, j), limits, expired, timeout,
+                        default)  # fmt: skip
         elif entry is not None:
             waiting.append(j)
             continue
@@ -624,7 +677,7 @@ def run_files(
         dbg = debug[j] if debug is not None else None
         r.stdout += _stdout(lane)
         if int(lane.status) != Code.OK:
-            _lane_error(r, lane, src, dbg, _lane(program, j), limits, expired, timeout)
+            _lane_error(r, lane, src, dbg, _lane(program, j), limits, expired, timeout, default)
         else:
             text = _result_text(int(lane.result), int(program.fn_rettype[j, fid]))
             if text is not None:
@@ -675,8 +728,13 @@ def _cmd_run(ns: argparse.Namespace) -> int:
     for a in ns.args:
         if not -(2**31) <= a < 2**31:
             raise SystemExit(f"jaxcc: --args value {a} does not fit in 32 bits")
-    if not ns.timeout >= 0:
+    if ns.timeout is None:  # the default: see DefaultTimeout
+        neural = ns.compiler in ("neural", "hybrid")  # sampling is slow on a CPU
+        timeout = DEFAULT_TIMEOUT if neural else DefaultTimeout()
+    elif not ns.timeout >= 0:
         raise SystemExit(f"jaxcc: --timeout must be >= 0 (0: no limit): {ns.timeout}")
+    else:
+        timeout = ns.timeout or None
     from jaxcc.driver import Interrupt
 
     trace = sys.stderr if ns.trace else None
@@ -688,7 +746,7 @@ def _cmd_run(ns: argparse.Namespace) -> int:
     try:
         with stop.installed():
             results = run_files(ns.files, _limits(ns), ns.compiler, ns.vm, ns.entry, ns.args,
-                                trace, neural, timeout=ns.timeout or None, on_result=printer,
+                                trace, neural, timeout=timeout, on_result=printer,
                                 stop=stop, passes=opt and opt[0],
                                 max_rounds=opt and opt[1])  # fmt: skip
     except KeyboardInterrupt:

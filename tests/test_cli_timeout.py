@@ -161,6 +161,30 @@ def test_entry_call_times_out_after_the_module_body(tmp_path, capsys):
 
 def test_timeout_option():
     ns = cli.build_parser().parse_args(["run", "x.py"])
-    assert ns.timeout == cli.DEFAULT_TIMEOUT > 0
+    assert ns.timeout is None  # the default limit: cli.DefaultTimeout
+    d = cli.DefaultTimeout(most=20.0, end_s=28.0, least=5.0, start=100.0)
+    assert d.seconds(103.0) == 20.0  # a quick start: the most run time
+    assert d.seconds(115.0) == 13.0  # a slow one: the run still ends 28 s after the start
+    assert d.seconds(126.0) == 5.0  # never fewer than `least` seconds
+    assert cli.DefaultTimeout().most == cli.DEFAULT_TIMEOUT > 0
+    assert 0 <= time.monotonic() - cli._T_START < 600  # the process's start, on this clock
     with pytest.raises(SystemExit, match="--timeout must be >= 0"):
         cli.main(["run", "x.py", "--timeout", "-1"])
+
+
+def test_default_timeout_after_a_slow_start(tmp_path):
+    # a start 100 s ago: the default gives the programs its least run time (1 s here),
+    # ends the runaway with a TimeoutError that says how the default is made, and the
+    # quick file beside it is unaffected
+    a, inf = write(tmp_path, "a.py", QUICK), write(tmp_path, "inf.py", RUNAWAY)
+    d = cli.DefaultTimeout(most=20.0, end_s=28.0, least=1.0, start=time.monotonic() - 100)
+    t0 = time.monotonic()
+    ra, rinf = cli.run_files([a, inf], compiler="python", timeout=d)
+    assert time.monotonic() - t0 < 15.0  # 1 s of run time, not 20
+    assert (ra.stdout, ra.error) == ("1\n", None)
+    assert rinf.error.type == "TimeoutError"
+    assert rinf.error.message == (
+        "still running after 1 s of run time (the default limit ends a run 28 s after jaxcc "
+        "started, with 1 to 20 s of run time; raise it with --timeout SECONDS, or 0 for no "
+        "limit)"
+    )
