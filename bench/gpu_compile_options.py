@@ -65,7 +65,9 @@ def one(name: str) -> dict:
             ("lexer_front", lex_front, lambda r, s=source, n=length: (s, n, t)),
             ("lexer_back", lex_back, lambda r, s=source, n=length: (s, n, r, t)),
             ("parser", parse, lambda r: (*r, t)),
-            ("middle", mid, lambda r: (*r, t)),
+            ("middle_resolve", mid[0], lambda r: (*r, t)),
+            ("middle_types", mid[1], lambda r: (r, t)),
+            ("middle_emit", mid[2], lambda r: (r, t)),
             ("optimizer", optimize_batch, lambda r: (r.program, t, passes, rounds)),
         )
         stages, r = [], None
@@ -83,8 +85,8 @@ def one(name: str) -> dict:
         fns[b] = (stages, source, length)
 
     def run(stages, source, length):
-        lf, lb, pa, mi, op = stages
-        r = mi(*pa(*lb(source, length, lf(source, length))))
+        lf, lb, pa, m0, m1, m2, op = stages
+        r = m2(m1(m0(*pa(*lb(source, length, lf(source, length))))))
         return op(r.program)
 
     for b, (stages, source, length) in fns.items():
@@ -97,7 +99,15 @@ def one(name: str) -> dict:
         out[f"run_b{b}_s"] = float(np.median(ts))
     out["compile_total_s"] = sum(
         out[f"{s}_compile_s"]
-        for s in ("lexer_front", "lexer_back", "parser", "middle", "optimizer")
+        for s in (
+            "lexer_front",
+            "lexer_back",
+            "parser",
+            "middle_resolve",
+            "middle_types",
+            "middle_emit",
+            "optimizer",
+        )
     )
     return out
 

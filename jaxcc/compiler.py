@@ -105,19 +105,38 @@ def _middle_stage(ast, parse_error, limits: Limits) -> Compiled:
     return Compiled(*middle.middle_end_debug(ast, None, limits, parse_error))
 
 
+# the middle end as three jits (off the CPU): on an H100 its one jit was the split
+# compile's longest (7.6-7.8 s cold), on the critical path of a first `jaxcc run`
+def _resolve_stage(ast, parse_error, limits: Limits) -> middle.State:
+    limits.check()  # as middle_end_debug does
+    return middle.run_passes(middle.initial_state(ast, parse_error), limits, ("resolve_names",))
+
+
+def _types_stage(st: middle.State, limits: Limits) -> middle.State:
+    return middle.run_passes(st, limits, ("infer_types",))
+
+
+def _emit_stage(st: middle.State, limits: Limits) -> Compiled:
+    return Compiled(*middle.outcome(middle.run_passes(st, limits, ("emit_code",))))
+
+
 def _stage_jits(options: dict | None, split_lexer: bool) -> tuple:
-    """(lexer or its first half, its second half or None, parser, middle end,
-    optimizer) jits compiled with XLA ``options``. ``split_lexer``: the lexer as two
-    jits, because on a GPU its XLA compile is the compiler's longest (~590 kernels,
-    ~19 s on an H100) and its two halves compile in 3.5 and 2.7 s at once; on the
-    2-core CPU's fast path the halves cost the test suite more than they save."""
+    """(lexer or its first half, its second half or None, parser, middle end (a tuple of
+    jits run in turn), optimizer) jits compiled with XLA ``options``. ``split_lexer``:
+    the lexer as two jits and the middle end as three, because on a GPU their XLA
+    compiles are the longest (the lexer ~590 kernels, ~19 s on an H100; its two halves
+    compile in 3.5 and 2.7 s at once; the middle end 7.6-7.8 s); on the 2-core CPU's
+    fast path the pieces cost the test suite more than they save."""
 
     def jit(f, static_argnames=("limits",)):
         return jax.jit(f, static_argnames=static_argnames, compiler_options=options)
 
-    lex = (jit(_lex_front_stage), jit(_lex_back_stage)) if split_lexer else (jit(_lex_stage), None)
-    return (*lex, jit(_parse_stage), jit(_middle_stage),
-            jit(opt.optimize_batch, opt.STATIC_ARGNAMES))  # fmt: skip
+    if split_lexer:
+        lex = (jit(_lex_front_stage), jit(_lex_back_stage))
+        mid = (jit(_resolve_stage), jit(_types_stage), jit(_emit_stage))
+    else:
+        lex, mid = (jit(_lex_stage), None), (jit(_middle_stage),)
+    return (*lex, jit(_parse_stage), mid, jit(opt.optimize_batch, opt.STATIC_ARGNAMES))
 
 
 _FAST_STAGES = _stage_jits(CPU_FAST_COMPILE, split_lexer=False)  # the CPU's
@@ -132,7 +151,7 @@ def _compile_fast(source, length, t: Limits, optimize, passes, max_rounds,
     the compiled jits are loaded from it when an earlier run stored them (no tracing),
     and stored after compiling otherwise."""
     options = CPU_FAST_COMPILE if stages is _FAST_STAGES else None
-    k = exec_cache.key("compiler._compile_fast", repr(options), source.shape,
+    k = exec_cache.key("compiler._compile_fast", len(stages[3]), repr(options), source.shape,
                        str(source.dtype), length.shape, str(length.dtype), t,
                        bool(optimize), passes, max_rounds)  # fmt: skip
 
@@ -147,10 +166,13 @@ def _compile_fast(source, length, t: Limits, optimize, passes, max_rounds,
         else:
             tokens, lex_error = execs[1](source, length, execs[0](source, length))
             execs = execs[2:]
-        compiled = execs[1](*execs[0](tokens, lex_error))
+        n_mid = len(stages[3])
+        out = execs[1](*execs[0](tokens, lex_error))
+        for f in execs[2 : 1 + n_mid]:
+            out = f(out)
         if optimize:
-            compiled = compiled._replace(program=execs[2](compiled.program))
-        return compiled
+            out = out._replace(program=execs[1 + n_mid](out.program))
+        return out
 
     return exec_cache.call(k, compile_all, run)
 
@@ -173,8 +195,11 @@ def _compile_stages(source, length, t, optimize, passes, max_rounds, stages, wor
             futures.append(pool.submit(compile_, low))
         low = parse.lower(*low.out_info, t)
         futures.append(pool.submit(compile_, low))
-        low = mid.lower(*low.out_info, t)
+        low = mid[0].lower(*low.out_info, t)
         futures.append(pool.submit(compile_, low))
+        for m in mid[1:]:
+            low = m.lower(low.out_info, t)
+            futures.append(pool.submit(compile_, low))
         if optimize:
             low = optimize_batch.lower(low.out_info.program, t, passes, max_rounds)
             futures.append(pool.submit(compile_, low))
@@ -279,7 +304,7 @@ def compile_many(sources, limits: Limits = DEFAULT, optimize: int = False,
                 out = _compile_fast(source, length, t, optimize, passes, max_rounds)
             elif split_compile(len(idx) + pad, fast):
                 out = _compile_fast(source, length, t, optimize, passes, max_rounds,
-                                    _SPLIT_STAGES, min(5, os.cpu_count() or 1))  # fmt: skip
+                                    _SPLIT_STAGES, min(8, os.cpu_count() or 1))  # fmt: skip
             else:
                 out = compile_arrays(source, length, t, optimize, passes, max_rounds)
             out = jax.device_get(out)

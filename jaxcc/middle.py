@@ -91,6 +91,25 @@ def _one(st: State, limits: Limits):
     return outcome(st)
 
 
+def run_passes(st: State, limits: Limits, names: tuple[str, ...]) -> State:
+    """The passes ``names`` (a run of consecutive ``PASSES``, in order) on a State,
+    batched (leading axis B, under vmap) or one program: ``middle_end_debug`` cut into
+    pieces that can be jitted apart (the compiler's split compile); ``outcome`` of the
+    State after the last pass is ``middle_end_debug``'s result."""
+    order = [n for n, _ in PASSES]
+    i = order.index(names[0])
+    if tuple(order[i : i + len(names)]) != tuple(names):
+        raise ValueError(f"not consecutive passes in order {order}: {names}")
+    fs = [f for n, f in PASSES if n in names]
+
+    def one(st: State) -> State:
+        for f in fs:
+            st = f(st, limits)
+        return st
+
+    return jax.vmap(one)(st) if jnp.ndim(st.ast.kind) == 2 else one(st)
+
+
 def middle_end(ast, tokens, limits: Limits, error: Error | None = None):
     """Compile a batch (leading axis B) or one program's flat AST to bytecode.
 
