@@ -67,7 +67,7 @@ _T_START = _process_start()
 # `jaxcc run --timeout`: seconds of run time (compiles not counted) for the whole batch.
 # Without --timeout the limit is DefaultTimeout(): 20 s of run time, fewer when start-up
 # and compiling took long, so that a runaway program ends about 28 s after jaxcc started
-# (a cold GPU spends ~23 s compiling), never fewer than 5 s. On the 2-core CPU every
+# (a cold H100 spends 13-17 s in start-up and compiles), never fewer than 5 s. On the 2-core CPU every
 # examples/*.py finishes in ~12-16 s of run time as one batch (bits.py's 1.8M steps are
 # the longest), and `while True: pass` ends after 20 s + ~5 s of start-up and compile:
 # docs/vm.md ("Budgets").

@@ -51,7 +51,7 @@ def jaxcc_results(request):
     import io
 
     buf = io.StringIO()
-    # --timeout 0: the default (20 s of run time) holds the examples on an idle 2-core CPU
+    # --timeout 0: the default (up to 20 s of run time) holds the examples on an idle 2-core CPU
     # (12-16 s, docs/vm.md "Budgets"); a machine shared with other jobs can be several
     # times slower, and this test is about their output. The step budget still bounds them.
     with contextlib.redirect_stdout(buf):
