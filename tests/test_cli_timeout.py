@@ -168,6 +168,11 @@ def test_timeout_option():
     assert d.seconds(126.0) == 5.0  # never fewer than `least` seconds
     assert cli.DefaultTimeout().most == cli.DEFAULT_TIMEOUT > 0
     assert 0 <= time.monotonic() - cli._T_START < 600  # the process's start, on this clock
+    # the process's first run counts from the process's start, a later one from its call
+    first, later = cli._FIRST_RUN[0], time.monotonic()
+    start = cli._run_start()
+    assert start == cli._T_START if first else start >= later
+    assert cli._run_start() >= later
     with pytest.raises(SystemExit, match="--timeout must be >= 0"):
         cli.main(["run", "x.py", "--timeout", "-1"])
 
