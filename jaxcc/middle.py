@@ -91,12 +91,13 @@ def _one(st: State, limits: Limits):
     return outcome(st)
 
 
-def run_passes(st: State, limits: Limits, names: tuple[str, ...]) -> State:
-    """The passes ``names`` (a run of consecutive ``PASSES``, in order) on a State,
+def run_passes(st: State, limits: Limits, names: tuple[str, ...] | None = None) -> State:
+    """The passes ``names`` (a run of consecutive ``PASSES``, in order; None: all) on a State,
     batched (leading axis B, under vmap) or one program: ``middle_end_debug`` cut into
     pieces that can be jitted apart (the compiler's split compile); ``outcome`` of the
     State after the last pass is ``middle_end_debug``'s result."""
     order = [n for n, _ in PASSES]
+    names = tuple(order) if names is None else tuple(names)
     i = order.index(names[0])
     if tuple(order[i : i + len(names)]) != tuple(names):
         raise ValueError(f"not consecutive passes in order {order}: {names}")

@@ -320,3 +320,22 @@ def test_garbage_asts_terminate_and_keep_incoming_errors():
     assert (code[::2] == Code.SYNTAX).all() and (np.asarray(e.line)[::2] == 3).all()
     assert (np.asarray(p.n_code)[::2] == 0).all()
     assert set(code.tolist()) <= set(int(c) for c in Code)
+
+
+def test_run_passes_in_pieces_equals_the_middle_end():
+    # the compiler's split compile runs the passes as three jits (middle.run_passes)
+    from jaxcc import middle
+
+    sources = ["x = 1\nprint(x + 2)\n", "def f(a: int) -> int:\n    return a * 2\nprint(f(3))\n",
+               "print(y)\n", "def g(n):\n    return n\nprint(g(True) + 1)\n"]  # fmt: skip
+    ast, _, err = flatten_many(sources, LIMITS)
+    want = middle.middle_end_debug(ast, None, LIMITS, err)
+    st = middle.initial_state(ast, err)
+    for name, _ in PASSES:
+        st = middle.run_passes(st, LIMITS, (name,))
+    got = middle.outcome(st)
+    for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(want), strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    assert int(np.asarray(got[1].code)[2]) != Code.OK  # the pieces still find errors
+    with pytest.raises(ValueError, match="not consecutive"):
+        middle.run_passes(middle.initial_state(ast, err), LIMITS, ("emit_code", "resolve_names"))
