@@ -106,7 +106,7 @@ class Stage(NamedTuple):
 def _pass_stage(i: int, limits) -> Stage:
     """Pass i of middle.PASSES as a stage: vmapped over the batch as middle_end_debug does.
     Outputs only the State fields the pass set; the last pass gives (program, error) as
-    middle._one does (its debug arrays dropped: pipeline.evaluate does not use them)."""
+    middle.outcome gives them (its debug arrays dropped: pipeline.evaluate does not use them)."""
     import jax
 
     from jaxcc import middle

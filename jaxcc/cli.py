@@ -89,15 +89,18 @@ DEFAULT_TIMEOUT = 20.0
 class DefaultTimeout(NamedTuple):
     """The default --timeout: at most ``most`` seconds of run time, ending the run
     ``end_s`` seconds after ``start`` (time.monotonic) when start-up and compiling took
-    longer than ``end_s - most``, but never before ``least`` seconds of run time."""
+    longer than ``end_s - most``, but never before ``least`` seconds of run time
+    (``start`` None: ``most``, no start-up counted)."""
 
     most: float = DEFAULT_TIMEOUT
     end_s: float = 28.0
     least: float = 5.0
-    start: float = 0.0  # on time.monotonic's clock (_cmd_run: _run_start())
+    start: float | None = None  # _cmd_run: _run_start()
 
     def seconds(self, now: float) -> float:
         """The run time allowed to a run whose programs start running at ``now``."""
+        if self.start is None:
+            return self.most
         return min(self.most, max(self.least, self.start + self.end_s - now))
 
     def describe(self) -> str:

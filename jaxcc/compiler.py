@@ -166,12 +166,12 @@ def _compile_fast(source, length, t: Limits, optimize, passes, max_rounds,
         else:
             tokens, lex_error = execs[1](source, length, execs[0](source, length))
             execs = execs[2:]
-        n_mid = len(stages[3])
-        out = execs[1](*execs[0](tokens, lex_error))
-        for f in execs[2 : 1 + n_mid]:
+        parse, mids, rest = execs[0], execs[1 : 1 + len(stages[3])], execs[1 + len(stages[3]) :]
+        out = mids[0](*parse(tokens, lex_error))
+        for f in mids[1:]:
             out = f(out)
         if optimize:
-            out = out._replace(program=execs[1 + n_mid](out.program))
+            out = out._replace(program=rest[0](out.program))
         return out
 
     return exec_cache.call(k, compile_all, run)

@@ -85,12 +85,6 @@ def outcome(st: State):
     return st.program, Error(e.code, e.line, e.col, e.detail), st.debug
 
 
-def _one(st: State, limits: Limits):
-    for _, f in PASSES:
-        st = f(st, limits)
-    return outcome(st)
-
-
 def run_passes(st: State, limits: Limits, names: tuple[str, ...] | None = None) -> State:
     """The passes ``names`` (a run of consecutive ``PASSES``, in order; None: all) on a State,
     batched (leading axis B, under vmap) or one program: ``middle_end_debug`` cut into
@@ -130,7 +124,4 @@ def middle_end_debug(ast, tokens, limits: Limits, error: Error | None = None):
     """
     del tokens
     limits.check()  # the passes order errors by 64 * node + sub in int32
-    f = lambda st: _one(st, limits)  # noqa: E731
-    if jnp.ndim(ast.kind) == 2:
-        f = jax.vmap(f)
-    return f(initial_state(ast, error))
+    return outcome(run_passes(initial_state(ast, error), limits))
