@@ -51,7 +51,7 @@ def test_cpu_decode_equals_plain_loop(temperature, max_steps, group):
     src = source_features(toks, CFG.nlimits)
     run = lambda cpu: S.sample(M.graphdef(CFG), params, src, jax.random.key(11), 8, LIM,  # noqa: E731
                                temperature, 0.95, True, max_steps, cpu_decode=cpu,
-                               cpu_group=group)  # fmt: skip
+                               cpu_group=group, span_decode=cpu)  # fmt: skip
     plain, cpu = run(False), run(True)
     np.testing.assert_array_equal(np.asarray(cpu.tokens), np.asarray(plain.tokens))
     np.testing.assert_array_equal(np.asarray(cpu.done), np.asarray(plain.done))
@@ -63,6 +63,25 @@ def test_cpu_decode_equals_plain_loop(temperature, max_steps, group):
         assert lens.max() <= max_steps
     if temperature > 0:  # the samples run into the later spans: every loop is exercised
         assert lens.max() > S.spans(CFG.max_out)[1], lens.max()
+
+
+@pytest.mark.parametrize("temperature", [1.0, 0.0])
+def test_span_decode_in_the_gpu_layout_equals_plain_loop(temperature):
+    """``span_decode=True`` without the CPU path (the GPU's cache layout and dtype, no
+    groups): the plain loop's samples, stopping as early."""
+    toks, _ = host_lex_many(SOURCES, LIM)
+    params = M.init_params(CFG, 3)
+    src = source_features(toks, CFG.nlimits)
+    run = lambda by_span: S.sample(M.graphdef(CFG), params, src, jax.random.key(11), 8, LIM,  # noqa: E731
+                                   temperature, 0.95, True, cpu_decode=False,
+                                   span_decode=by_span)  # fmt: skip
+    plain, spans = run(False), run(True)
+    np.testing.assert_array_equal(np.asarray(spans.tokens), np.asarray(plain.tokens))
+    np.testing.assert_array_equal(np.asarray(spans.done), np.asarray(plain.done))
+    np.testing.assert_allclose(np.asarray(spans.logp), np.asarray(plain.logp), rtol=1e-4,
+                               atol=1e-4)  # fmt: skip
+    if temperature > 0:
+        assert (np.asarray(plain.tokens) != 0).sum(-1).max() > S.spans(CFG.max_out)[1]
 
 
 def test_cpu_decode_of_a_bfloat16_model_is_float32():

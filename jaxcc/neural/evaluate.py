@@ -108,8 +108,10 @@ _judge_jit = jax.jit(
 )
 
 
-def throughput(cfg, params, sources, nl, ks=(16, 256, 1000), budget_s: float = 60.0):
-    """Candidates per second (sampling + assembly) at each k, one program batch per k."""
+def throughput(cfg, params, sources, nl, ks=(16, 256, 1000), budget_s: float = 60.0,
+               span_decode: bool | None = None):  # fmt: skip
+    """Candidates per second (sampling + assembly) at each k, one program batch per k
+    (``span_decode``: ``sample.sample``'s)."""
     rows = []
     t_end = time.time() + budget_s
     tier = S.tier(int(S.n_source_tokens(sources, nl).max()), cfg)
@@ -120,7 +122,8 @@ def throughput(cfg, params, sources, nl, ks=(16, 256, 1000), budget_s: float = 6
         f = jax.jit(
             lambda t, key, k=k: (
                 S.compile(
-                    t, params, key, nl, k, 0.8, 0.95, True, cfg=cfg, nlimits=tier
+                    t, params, key, nl, k, 0.8, 0.95, True, cfg=cfg, nlimits=tier,
+                    span_decode=span_decode,
                 ).program.n_code
             )
         )
@@ -132,7 +135,7 @@ def throughput(cfg, params, sources, nl, ks=(16, 256, 1000), budget_s: float = 6
             times.append(time.time() - t0)
         med = float(np.median(times))
         rows.append({"k": k, "programs": b, "candidates": b * k, "seconds": med, "tier": list(tier),
-                     "candidates_per_s": b * k / med})  # fmt: skip
+                     "span_decode": span_decode, "candidates_per_s": b * k / med})  # fmt: skip
         if time.time() > t_end:
             break
     return rows
