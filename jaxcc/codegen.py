@@ -14,12 +14,14 @@ How, in parallel (Pareas' scheme, adapted to code whose order is not post-order)
 4. Functions are laid out one after the other (module body first), so a node's address
    is its function's entry plus its offset inside the function.
 5. Every instruction is produced by a rule of the form (nodes, address, op, arg, line),
-   all rules are stacked and scattered into the code arrays at once. Jump targets are
-   the start or end addresses of related nodes (the loop of a break, the else block).
+   each rule is scattered into the code arrays in turn (they own disjoint addresses).
+   Jump targets are the start or end addresses of related nodes (the loop of a break,
+   the else block).
 6. fn_maxstack: the operand depth before each instruction is a prefix sum of stack
    effects along the code (each unconditional JUMP given the effect that makes the sum
-   right at the next instruction); its maximum over the reachable instructions
-   (statements after a return / break / continue in their block are not).
+   right at the next instruction); its maximum over each function's reachable
+   instructions (statements after a return / break / continue in their block are not),
+   all per address.
 
 Sequential equivalent: the reference's ``_Emitter`` walk and ``max_stack``.
 """
@@ -29,6 +31,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import jax.numpy as jnp
+from jax import lax
 
 from jaxcc import isa, ops
 from jaxcc.errors import Code, Limit
@@ -418,22 +421,51 @@ def _rules(f: _Facts, sc, ty, a: _Addr, cn, reach) -> list:
     return rules
 
 
-def _max_stack(n: int, at, opc, arg, jeff, rch, fn_node, ok, tgt, NI: int):
+def _emit_rules(rules, n: int, NI: int):
+    """Step 5's scatter: each rule's instructions into the code arrays, one rule after
+    the other (the rules own disjoint addresses), so that only one rule's columns are
+    live at a time (concatenating them first held [rules x nodes] columns: most of the
+    pass's memory). Returns op, arg, line (Int32[NI]), the stack effect a JUMP / CALL
+    stands for, reachable and filled per address (``_max_stack``'s inputs) and the line
+    of the first instruction at address NI (the code-length error's line)."""
+    word = jnp.zeros((NI + 1,), I32)  # opcode | reachable << 8 | filled << 9 | jeff << 10
+    arg_a = jnp.zeros((NI + 1,), I32)
+    line_a = jnp.zeros((NI + 1,), I32)
+    line_at_limit = jnp.int32(0)
+    for mask, at, opc, arg, ln, jeff, rch in rules:
+        ok = mask & (at >= 0) & (at < NI)
+        tgt = jnp.where(ok, at, NI)
+        w = opc | (rch.astype(I32) << 8) | (1 << 9) | (jeff << 10)
+        word = word.at[tgt].set(w)
+        arg_a = arg_a.at[tgt].set(arg)
+        line_a = line_a.at[tgt].set(ln)
+        line_at_limit = jnp.maximum(line_at_limit, jnp.max(jnp.where(mask & (at == NI), ln, 0)))
+    word = word[:NI]
+    return (word & 0xFF, arg_a[:NI], line_a[:NI], word >> 10, (word & (1 << 8)) != 0,
+            (word & (1 << 9)) != 0, line_at_limit)  # fmt: skip
+
+
+def _max_stack(n: int, op, arg, jeff, rch, filled, entry_node, NI: int):
     """Step 6: each function's deepest operand stack over its reachable instructions
-    (the depth before each instruction is a prefix sum of stack effects); the rules'
-    columns stacked, ``fn_node`` the function each rule's node is in."""
+    (the depth before each instruction is a prefix sum of stack effects), per
+    function's def node (Int32[n]). Per address: ``op``/``arg``/``jeff``/``rch``/
+    ``filled`` from ``_emit_rules``; ``entry_node`` Int32[NI]: the def node + 1 of the
+    function entered at each address, 0 elsewhere (functions are laid out one after
+    the other, so an instruction is in the last function entered at or before it)."""
     pops = jnp.asarray(isa.decode_tables()["pops"], I32)
     pushes = jnp.asarray(isa.decode_tables()["pushes"], I32)
-    fall = _tbl(pushes, opc) - _tbl(pops, opc)
-    fall = jnp.where(opc == Op.POP_N, -arg, fall)
-    fall = jnp.where(opc == Op.CALL, jeff, fall)
-    fall = jnp.where(opc == Op.JUMP, 0, fall)
-    lin = jnp.where(opc == Op.JUMP, jeff, fall)
-    eff_at = jnp.zeros((NI + 1,), I32).at[tgt].set(lin)[:NI]
-    depth_before = exclusive_cumsum(eff_at)[:NI]
-    d_at = gather(depth_before, at, 0)
-    peak = jnp.where(ok & rch, jnp.maximum(d_at, d_at + fall), 0)
-    return jnp.zeros((n + 1,), I32).at[jnp.where(ok & rch, fn_node, n)].max(peak)[:n]
+    fall = _tbl(pushes, op) - _tbl(pops, op)
+    fall = jnp.where(op == Op.POP_N, -arg, fall)
+    fall = jnp.where(op == Op.CALL, jeff, fall)
+    fall = jnp.where(op == Op.JUMP, 0, fall)
+    lin = jnp.where(op == Op.JUMP, jeff, fall)
+    depth_before = exclusive_cumsum(jnp.where(filled, lin, 0))[:NI]
+    on = filled & rch
+    peak = jnp.where(on, jnp.maximum(depth_before, depth_before + fall), 0)
+    addr = jnp.arange(NI, dtype=I32)
+    last_entry = lax.cummax(jnp.where(entry_node > 0, addr, 0))
+    fn_node = entry_node[last_entry] - 1
+    return jnp.zeros((n + 1,), I32).at[jnp.where(on, fn_node, n)].max(peak)[:n]
 
 
 def _limit_errors(f: _Facts, ast, sc, fid, maxstack_node, n_code, line_at_limit, limits):
@@ -469,7 +501,7 @@ def _limit_errors(f: _Facts, ast, sc, fid, maxstack_node, n_code, line_at_limit,
 def emit_code(ast, sc, ty, limits) -> Code_:
     """Bytecode and the phase-5 limit errors of one program, in the steps of the module
     docstring: ``_facts``, ``_counts`` (1), ``_addresses`` (2-4), ``_completes``,
-    ``_rules`` (5), the one scatter into the code arrays, ``_max_stack`` (6), the
+    ``_rules`` (5), ``_emit_rules`` (their scatter), ``_max_stack`` (6), the
     function table and ``_limit_errors``."""
     NI, F = limits.max_code, limits.max_funcs
     f = _facts(ast, sc)
@@ -478,21 +510,16 @@ def emit_code(ast, sc, ty, limits) -> Code_:
     cn, reach = _completes(f)
     rules = _rules(f, sc, ty, a, cn, reach)
 
-    mask, at, opc, arg, ln, jeff, rch = (jnp.concatenate([r[j] for r in rules]) for j in range(7))
-    fn_node = jnp.concatenate([sc.fdef] * len(rules))
-    ok = mask & (at >= 0) & (at < NI)
-    tgt = jnp.where(ok, at, NI)
-    code_op = jnp.zeros((NI + 1,), I32).at[tgt].set(opc)[:NI]
-    code_arg = jnp.zeros((NI + 1,), I32).at[tgt].set(arg)[:NI]
-    code_line = jnp.zeros((NI + 1,), I32).at[tgt].set(ln)[:NI]
-    line_at_limit = jnp.max(jnp.where(mask & (at == NI), ln, 0))
-    maxstack_node = _max_stack(f.n, at, opc, arg, jeff, rch, fn_node, ok, tgt, NI)
+    code_op, code_arg, code_line, jeff, rch, filled, line_at_limit = _emit_rules(rules, f.n, NI)
 
     # the function table
     idx, root = f.idx, f.root
     fid = jnp.where(idx == root, 0, sc.fid)
     fslot = jnp.where(f.live & sc.is_fn, fid, F)
     entry = jnp.where(idx == root, 0, a.entry_of_def)
+    at_entry = jnp.where(f.live & sc.is_fn & (entry >= 0) & (entry < NI), entry, NI)
+    entry_node = jnp.zeros((NI + 1,), I32).at[at_entry].set(idx + 1)[:NI]
+    maxstack_node = _max_stack(f.n, code_op, code_arg, jeff, rch, filled, entry_node, NI)
     table = lambda x: jnp.zeros((F + 1,), I32).at[fslot].set(x, mode="drop")[:F]  # noqa: E731
     rettype = jnp.where(idx == root, isa.T_NONE, mask_to_type(ty.ret))
     prog = isa.Program(
