@@ -14,7 +14,10 @@ How, in parallel (Pareas' scheme, adapted to code whose order is not post-order)
 4. Functions are laid out one after the other (module body first), so a node's address
    is its function's entry plus its offset inside the function.
 5. Every instruction is produced by a rule of the form (nodes, address, op, arg, line),
-   each rule is scattered into the code arrays in turn (they own disjoint addresses).
+   the rules that never apply to the same node merged (``rule_groups``: rules keyed by
+   the node kind or the parent kind they apply to), and each merged rule scattered into
+   the code arrays in turn (they own disjoint addresses): 11 merged rules, never a
+   [rules x nodes] array (most of this pass's memory when they were concatenated).
    Jump targets are the start or end addresses of related nodes (the loop of a break,
    the else block).
 6. fn_maxstack: the operand depth before each instruction is a prefix sum of stack
@@ -318,12 +321,19 @@ def _rules(f: _Facts, sc, ty, a: _Addr, cn, reach) -> list:
     c0, c1, c2, parent, loop = f.c0, f.c1, f.c2, f.parent, f.loop
     S, TS, TE, AS = a.S, a.TS, a.TE, a.AS
     rules = []
+    # a rule's key: which nodes it can apply to, so that _emit_rules can merge rules that
+    # never apply to the same node: ("own", kind[, callee class]) rules apply only to
+    # nodes of that kind (and CALLs of that builtin code, -1 a user function, whose
+    # masks exclude each other), ("parent", kind) rules only to children of that kind
+    own = lambda *k: ("own", *k)  # noqa: E731
+    parent_ = lambda k: ("parent", k)  # noqa: E731
 
-    def rule(mask, at, opc, arg=0, ln=None, jeff=0, rch=None):
+    def rule(key, mask, at, opc, arg=0, ln=None, jeff=0, rch=None):
         b = lambda x, t=I32: jnp.broadcast_to(jnp.asarray(x, t), (n,))  # noqa: E731
         rch = reach if rch is None else rch
         rules.append(
             (
+                key,
                 b(mask & f.code_node, bool),
                 b(at),
                 b(opc),
@@ -337,77 +347,123 @@ def _rules(f: _Facts, sc, ty, a: _Addr, cn, reach) -> list:
     slot0 = gather(sc.slot, c0, 0)
     # leaves
     const_val = jnp.where(op == ConstKind.NONE, 0, f.value)
-    rule(K(Node.CONSTANT), S, Op.LOAD_CONST, const_val, ln=jnp.where(f.min_lit, pline, line))
-    rule(K(Node.NAME) & (op == Ctx.Load), S, Op.LOAD_VAR, sc.slot)
+    rule(
+        own(Node.CONSTANT),
+        K(Node.CONSTANT),
+        S,
+        Op.LOAD_CONST,
+        const_val,
+        ln=jnp.where(f.min_lit, pline, line),
+    )
+    rule(own(Node.NAME), K(Node.NAME) & (op == Ctx.Load), S, Op.LOAD_VAR, sc.slot)
     # statements
-    rule(K(Node.ASSIGN), TS, Op.STORE_VAR, slot0)
+    rule(own(Node.ASSIGN), K(Node.ASSIGN), TS, Op.STORE_VAR, slot0)
     aug = K(Node.AUG_ASSIGN)
-    rule(aug, S, Op.LOAD_VAR, slot0)
-    rule(aug, TS, _tbl(_BINOP_OP, op))
-    rule(aug, TS + 1, Op.STORE_VAR, slot0)
+    rule(own(Node.AUG_ASSIGN), aug, S, Op.LOAD_VAR, slot0)
+    rule(own(Node.AUG_ASSIGN), aug, TS, _tbl(_BINOP_OP, op))
+    rule(own(Node.AUG_ASSIGN), aug, TS + 1, Op.STORE_VAR, slot0)
     has_else = nch == 3
-    rule(K(Node.IF), gather(AS, c0, 0), Op.JUMP_IF_FALSE, jnp.where(has_else, gather(S, c2, 0), TE))
-    rule(K(Node.IF) & has_else, gather(AS, c1, 0), Op.JUMP, TE, rch=reach & gather(cn, c1, True))
-    rule(K(Node.WHILE), gather(AS, c0, 0), Op.JUMP_IF_FALSE, TE)
-    rule(K(Node.WHILE), TS, Op.JUMP, S, rch=reach & gather(cn, c1, True))
+    rule(
+        own(Node.IF),
+        K(Node.IF),
+        gather(AS, c0, 0),
+        Op.JUMP_IF_FALSE,
+        jnp.where(has_else, gather(S, c2, 0), TE),
+    )
+    rule(
+        own(Node.IF),
+        K(Node.IF) & has_else,
+        gather(AS, c1, 0),
+        Op.JUMP,
+        TE,
+        rch=reach & gather(cn, c1, True),
+    )
+    rule(own(Node.WHILE), K(Node.WHILE), gather(AS, c0, 0), Op.JUMP_IF_FALSE, TE)
+    rule(own(Node.WHILE), K(Node.WHILE), TS, Op.JUMP, S, rch=reach & gather(cn, c1, True))
     head = gather(AS, c1, 0)  # a for loop's FOR_RANGE
-    rule(K(Node.FOR), head, Op.FOR_RANGE, TE)
-    rule(K(Node.FOR), head + 1, Op.STORE_VAR, slot0)
-    rule(K(Node.FOR), TS, Op.JUMP, head, jeff=-3, rch=reach & gather(cn, c2, True))
-    rule(f.is_range & (nch == 1), S, Op.LOAD_CONST, 0)
-    rule(f.is_range & (nch <= 2), TS, Op.LOAD_CONST, 1)
+    rule(own(Node.FOR), K(Node.FOR), head, Op.FOR_RANGE, TE)
+    rule(own(Node.FOR), K(Node.FOR), head + 1, Op.STORE_VAR, slot0)
+    rule(own(Node.FOR), K(Node.FOR), TS, Op.JUMP, head, jeff=-3, rch=reach & gather(cn, c2, True))
+    rule(own(Node.CALL, B_RANGE), f.is_range & (nch == 1), S, Op.LOAD_CONST, 0)
+    rule(own(Node.CALL, B_RANGE), f.is_range & (nch <= 2), TS, Op.LOAD_CONST, 1)
     brk = K(Node.BREAK)
     loop_is_for = f.loop_is_for
     loop_end = gather(TE, loop, 0)
-    rule(brk & loop_is_for, S, Op.POP_N, 3)
+    rule(own(Node.BREAK), brk & loop_is_for, S, Op.POP_N, 3)
     rule(
-        brk, S + jnp.where(loop_is_for, 1, 0), Op.JUMP, loop_end, jeff=jnp.where(loop_is_for, 3, 0)
+        own(Node.BREAK),
+        brk,
+        S + jnp.where(loop_is_for, 1, 0),
+        Op.JUMP,
+        loop_end,
+        jeff=jnp.where(loop_is_for, 3, 0),
     )
     loop_head = jnp.where(loop_is_for, gather(head, loop, 0), gather(S, loop, 0))
-    rule(K(Node.CONTINUE), S, Op.JUMP, loop_head)
+    rule(own(Node.CONTINUE), K(Node.CONTINUE), S, Op.JUMP, loop_head)
     ret = K(Node.RETURN)
     child_print = f.child_print
-    rule(ret & (nch == 0), S, Op.LOAD_CONST, 0)
-    rule(ret & (nch == 0), S + 1, Op.RETURN_VALUE)
-    rule(ret & (nch > 0) & child_print, TS, Op.LOAD_CONST, 0)
-    rule(ret & (nch > 0), TE - 1, Op.RETURN_VALUE)
-    rule(K(Node.ASSERT), TS, Op.ASSERT)
-    rule(K(Node.EXPR_STMT) & ~child_print, TS, Op.POP_TOP)
+    rule(own(Node.RETURN), ret & (nch == 0), S, Op.LOAD_CONST, 0)
+    rule(own(Node.RETURN), ret & (nch == 0), S + 1, Op.RETURN_VALUE)
+    rule(own(Node.RETURN), ret & (nch > 0) & child_print, TS, Op.LOAD_CONST, 0)
+    rule(own(Node.RETURN), ret & (nch > 0), TE - 1, Op.RETURN_VALUE)
+    rule(own(Node.ASSERT), K(Node.ASSERT), TS, Op.ASSERT)
+    rule(own(Node.EXPR_STMT), K(Node.EXPR_STMT) & ~child_print, TS, Op.POP_TOP)
     # function ends: LOAD_CONST 0; RETURN_VALUE at the last statement's line
     idx, root, live = f.idx, f.root, f.live
     is_mod_stmt = live & (parent == root) & (idx != root) & (f.kind != Node.FUNCTION_DEF)
     last_mod = jnp.max(jnp.where(is_mod_stmt, idx, -1))
     mod_line = jnp.where(last_mod >= 0, gather(line, last_mod, 1), 1)
     body_last_line = gather(line, gather(c1, idx, -1) - 1, 0)
-    fend = (K(Node.FUNCTION_DEF) & sc.is_fn) | (live & (idx == root))
+    # a function's def node, and the root (the module; after a front-end error the last
+    # node, of any kind: a key of its own keeps it out of the merged groups)
+    ends = ((own(Node.FUNCTION_DEF), K(Node.FUNCTION_DEF) & sc.is_fn & (idx != root)),
+            (("root",), live & (idx == root)))  # fmt: skip
     end_line = jnp.where(idx == root, mod_line, body_last_line)
     end_reach = jnp.where(idx == root, cn, gather(cn, c1, True))
-    rule(fend, TS, Op.LOAD_CONST, 0, ln=end_line, rch=end_reach)
-    rule(fend, TS + 1, Op.RETURN_VALUE, ln=end_line, rch=end_reach)
+    for key, fend in ends:
+        rule(key, fend, TS, Op.LOAD_CONST, 0, ln=end_line, rch=end_reach)
+        rule(key, fend, TS + 1, Op.RETURN_VALUE, ln=end_line, rch=end_reach)
     # expressions
-    rule(K(Node.BINOP), TS, _tbl(_BINOP_OP, op))
-    rule(K(Node.UNARYOP) & (op != UnaryOp.UAdd) & ~f.neg_min, TS, _tbl(_UNARY_OP, op))
+    rule(own(Node.BINOP), K(Node.BINOP), TS, _tbl(_BINOP_OP, op))
+    rule(
+        own(Node.UNARYOP),
+        K(Node.UNARYOP) & (op != UnaryOp.UAdd) & ~f.neg_min,
+        TS,
+        _tbl(_UNARY_OP, op),
+    )
     boolj = jnp.where(f.pop == BoolOp.And, Op.JUMP_IF_FALSE_OR_POP, Op.JUMP_IF_TRUE_OR_POP)
-    rule(PK(Node.BOOLOP) & (ci < f.pnch - 1), AS, boolj, gather(TE, parent, 0), ln=pline)
-    rule(K(Node.CMPOP) & f.in_chain & (ci >= 3), S, Op.LOAD_VAR, f.temp, ln=pline)
+    rule(
+        parent_(Node.BOOLOP),
+        PK(Node.BOOLOP) & (ci < f.pnch - 1),
+        AS,
+        boolj,
+        gather(TE, parent, 0),
+        ln=pline,
+    )
+    rule(own(Node.CMPOP), K(Node.CMPOP) & f.in_chain & (ci >= 3), S, Op.LOAD_VAR, f.temp, ln=pline)
     cmp_op = _tbl(_CMP_OP, gather(op, f.lo - 1, 0))  # the CMPOP just before this operand
     mid = f.is_operand & (f.k_of < f.n_cmp)
     tmp = f.temp
-    rule(mid, AS, Op.STORE_VAR, tmp, ln=pline)
-    rule(mid, AS + 1, Op.LOAD_VAR, tmp, ln=pline)
-    rule(mid, AS + 2, cmp_op, ln=pline)
-    rule(mid, AS + 3, Op.JUMP_IF_FALSE_OR_POP, gather(TE, parent, 0), ln=pline)
-    rule(f.is_operand & (f.k_of == f.n_cmp), AS, cmp_op, ln=pline)
+    rule(parent_(Node.COMPARE), mid, AS, Op.STORE_VAR, tmp, ln=pline)
+    rule(parent_(Node.COMPARE), mid, AS + 1, Op.LOAD_VAR, tmp, ln=pline)
+    rule(parent_(Node.COMPARE), mid, AS + 2, cmp_op, ln=pline)
+    rule(
+        parent_(Node.COMPARE), mid, AS + 3, Op.JUMP_IF_FALSE_OR_POP, gather(TE, parent, 0), ln=pline
+    )
+    rule(parent_(Node.COMPARE), f.is_operand & (f.k_of == f.n_cmp), AS, cmp_op, ln=pline)
     ifx = K(Node.IFEXP)
-    rule(ifx, gather(AS, c1, 0), Op.JUMP_IF_FALSE, gather(S, c2, 0))
-    rule(ifx, gather(AS, c0, 0), Op.JUMP, TE, jeff=-1)
+    rule(own(Node.IFEXP), ifx, gather(AS, c1, 0), Op.JUMP_IF_FALSE, gather(S, c2, 0))
+    rule(own(Node.IFEXP), ifx, gather(AS, c0, 0), Op.JUMP, TE, jeff=-1)
     callee_np = gather(sc.nparams, sc.callee, 0)
-    rule(f.is_user, TS, Op.CALL, gather(sc.fid, sc.callee, 0), jeff=1 - callee_np)
+    rule(
+        own(Node.CALL, -1), f.is_user, TS, Op.CALL, gather(sc.fid, sc.callee, 0), jeff=1 - callee_np
+    )
     for c, opc in _B_UNARY:
-        rule(K(Node.CALL) & (f.builtin == c), TS, opc)
-    rule(f.is_minmax_arg, AS, _fold_opcode(f.pbuiltin), ln=pline)
+        rule(own(Node.CALL, c), K(Node.CALL) & (f.builtin == c), TS, opc)
+    rule(parent_(Node.CALL), f.is_minmax_arg, AS, _fold_opcode(f.pbuiltin), ln=pline)
     print_arg = PK(Node.CALL) & (f.pbuiltin == B_PRINT)
     rule(
+        parent_(Node.CALL),
         print_arg,
         gather(TS, parent, 0) + ci,
         jnp.where(ty.t == M_BOOL, Op.PRINT_BOOL, Op.PRINT_INT),
@@ -415,24 +471,52 @@ def _rules(f: _Facts, sc, ty, a: _Addr, cn, reach) -> list:
         ln=pline,
     )
     is_print = f.is_print
-    rule(is_print, TS + nch, Op.PRINT_NEWLINE)
-    rule(is_print, TS + nch + 1, Op.POP_N, nch)
-    rule(is_print & ~f.print_stmt, TS + nch + 2, Op.LOAD_CONST, 0)
+    rule(own(Node.CALL, B_PRINT), is_print, TS + nch, Op.PRINT_NEWLINE)
+    rule(own(Node.CALL, B_PRINT), is_print, TS + nch + 1, Op.POP_N, nch)
+    rule(own(Node.CALL, B_PRINT), is_print & ~f.print_stmt, TS + nch + 2, Op.LOAD_CONST, 0)
     return rules
 
 
+def rule_groups(keys: list) -> list[list[int]]:
+    """Rules (by index, given their ``_rules`` keys) in groups of rules that never apply
+    to the same node: the i-th rule of every ``own`` key in one group, the i-th rule of
+    every ``parent`` key in another (an own rule and a parent rule can meet on a node),
+    and so on for any other class of keys (``("root",)``)."""
+    groups: dict = {}
+    seen: dict = {}
+    for r, key in enumerate(keys):
+        i = seen.get(key, 0)
+        seen[key] = i + 1
+        groups.setdefault((key[0], i), []).append(r)
+    return list(groups.values())
+
+
+def _merged(rules):
+    """The rules of each ``rule_groups`` group merged into one (their masks exclude each
+    other, so each node takes its columns from the one rule that applies to it): 11
+    scatters of each code array instead of one per rule (about 55)."""
+    out = []
+    for grp in rule_groups([r[0] for r in rules]):
+        cols = [rules[r][1:] for r in grp]
+        merged = list(cols[-1])
+        for c in reversed(cols[:-1]):
+            rest = [jnp.where(c[0], x, y) for x, y in zip(c[1:], merged[1:], strict=True)]
+            merged = [c[0] | merged[0], *rest]
+        out.append(tuple(merged))
+    return out
+
+
 def _emit_rules(rules, n: int, NI: int):
-    """Step 5's scatter: each rule's instructions into the code arrays, one rule after
-    the other (the rules own disjoint addresses), so that only one rule's columns are
-    live at a time (concatenating them first held [rules x nodes] columns: most of the
-    pass's memory). Returns op, arg, line (Int32[NI]), the stack effect a JUMP / CALL
+    """Step 5's scatter: each merged rule's instructions (``_merged``) into the code
+    arrays, one after the other (the rules own disjoint addresses; concatenating them
+    first held [rules x nodes] columns: most of the pass's memory). Returns op, arg, line (Int32[NI]), the stack effect a JUMP / CALL
     stands for, reachable and filled per address (``_max_stack``'s inputs) and the line
     of the first instruction at address NI (the code-length error's line)."""
     word = jnp.zeros((NI + 1,), I32)  # opcode | reachable << 8 | filled << 9 | jeff << 10
     arg_a = jnp.zeros((NI + 1,), I32)
     line_a = jnp.zeros((NI + 1,), I32)
     line_at_limit = jnp.int32(0)
-    for mask, at, opc, arg, ln, jeff, rch in rules:
+    for mask, at, opc, arg, ln, jeff, rch in _merged(rules):
         ok = mask & (at >= 0) & (at < NI)
         tgt = jnp.where(ok, at, NI)
         w = opc | (rch.astype(I32) << 8) | (1 << 9) | (jeff << 10)

@@ -14,6 +14,8 @@ import functools
 import jax
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from jaxcc import isa
 from jaxcc.errors import Code, Error, Limit, Syntax
@@ -21,6 +23,7 @@ from jaxcc.middle import PASSES, middle_end
 from jaxcc.reference.compiler import compile_source
 from jaxcc.reference.flatten import flatten, flatten_many
 from jaxcc.reference.interp import run_program
+from jaxcc.testing import programs
 from property_tests.limits import MIDDLE as LIMITS
 
 BATCH = 32
@@ -339,3 +342,38 @@ def test_run_passes_in_pieces_equals_the_middle_end():
     assert int(np.asarray(got[1].code)[2]) != Code.OK  # the pieces still find errors
     with pytest.raises(ValueError, match="not consecutive"):
         middle.run_passes(middle.initial_state(ast, err), LIMITS, ("emit_code", "resolve_names"))
+
+
+def _rule_overlap(sources) -> int:
+    """The most rules of one ``codegen.rule_groups`` group that apply to one node, over
+    ``sources`` (emit_code merges each group into one, trusting it to be at most 1)."""
+    from jaxcc import codegen, middle
+
+    ast, _, err = flatten_many(list(sources), LIMITS)
+    st = middle.run_passes(middle.initial_state(ast, err), LIMITS, ("resolve_names", "infer_types"))
+
+    def one(s):
+        f = codegen._facts(s.ast, s.scopes)
+        a = codegen._addresses(f, s.scopes, *codegen._counts(f))
+        rules = codegen._rules(f, s.scopes, s.types, a, *codegen._completes(f))
+        groups = codegen.rule_groups([r[0] for r in rules])
+        return jax.numpy.stack(
+            [sum(rules[r][1].astype(np.int32) for r in g).max() for g in groups]
+        ).max()
+
+    return int(jax.jit(jax.vmap(one))(st).max())
+
+
+def test_merged_code_rules_never_meet_on_a_node():
+    """codegen merges rules that never apply to the same node into one scatter: on every
+    template of CASES no node has two rules of one group; a rule that did would be lost."""
+    from jaxcc import codegen
+
+    assert len(codegen.rule_groups([("own", 1), ("own", 1), ("own", 2), ("parent", 1)])) == 3
+    assert _rule_overlap(CASES) == 1
+
+
+@settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@given(st.lists(programs(max_functions=3, fuel=3, max_statements=4), min_size=16, max_size=16))
+def test_merged_code_rules_never_meet_on_generated_programs(sources):
+    assert _rule_overlap(sources) <= 1
