@@ -344,24 +344,31 @@ def test_run_passes_in_pieces_equals_the_middle_end():
         middle.run_passes(middle.initial_state(ast, err), LIMITS, ("emit_code", "resolve_names"))
 
 
-def _rule_overlap(sources) -> int:
-    """The most rules of one ``codegen.rule_groups`` group that apply to one node, over
-    ``sources`` (emit_code merges each group into one, trusting it to be at most 1)."""
+@functools.cache
+def _overlap_jit():
     from jaxcc import codegen, middle
-
-    ast, _, err = flatten_many(list(sources), LIMITS)
-    st = middle.run_passes(middle.initial_state(ast, err), LIMITS, ("resolve_names", "infer_types"))
 
     def one(s):
         f = codegen._facts(s.ast, s.scopes)
         a = codegen._addresses(f, s.scopes, *codegen._counts(f))
         rules = codegen._rules(f, s.scopes, s.types, a, *codegen._completes(f))
         groups = codegen.rule_groups([r[0] for r in rules])
-        return jax.numpy.stack(
-            [sum(rules[r][1].astype(np.int32) for r in g).max() for g in groups]
-        ).max()
+        per_group = [sum(rules[r][1].astype(np.int32) for r in g).max() for g in groups]
+        return jax.numpy.stack(per_group).max()
 
-    return int(jax.jit(jax.vmap(one))(st).max())
+    def batch(ast, err):
+        st = middle.initial_state(ast, err)
+        st = middle.run_passes(st, LIMITS, ("resolve_names", "infer_types"))
+        return jax.vmap(one)(st)
+
+    return jax.jit(batch)
+
+
+def _rule_overlap(sources) -> int:
+    """The most rules of one ``codegen.rule_groups`` group that apply to one node, over
+    ``sources`` (emit_code merges each group into one, trusting it to be at most 1)."""
+    ast, _, err = flatten_many(list(sources), LIMITS)
+    return int(_overlap_jit()(ast, err).max())
 
 
 def test_merged_code_rules_never_meet_on_a_node():
