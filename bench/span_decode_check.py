@@ -19,7 +19,7 @@ import jax
 import numpy as np
 
 from jaxcc import lexer
-from jaxcc.neural import api, data, evaluate, verify, weights
+from jaxcc.neural import api, evaluate, verify, weights
 from jaxcc.neural import sample as S
 
 
@@ -90,11 +90,7 @@ def main(argv=None) -> int:
         res["levels"][level] = row
         print(level, row, flush=True)
         save()
-    srcs = data.generate(data.HELDOUT_SEEDS[0] + 99, 8, 2, split="heldout")
-    if ns.tp_max_tokens:
-        srcs = data.generate(data.HELDOUT_SEEDS[0] + 99, 64, 2, split="heldout")
-        n_tok = S.n_source_tokens(srcs, nl)
-        srcs = [s for s, t in zip(srcs, n_tok, strict=True) if t <= ns.tp_max_tokens][:8]
+    srcs = evaluate.throughput_sources(nl, ns.tp_max_tokens)
     for span in [bool(int(x)) for x in ns.tp_spans.split(",")]:
         res[f"throughput_span={span}"] = evaluate.throughput(
             cfg,

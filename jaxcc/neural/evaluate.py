@@ -122,7 +122,16 @@ def throughput(cfg, params, sources, nl, ks=(16, 256, 1000), budget_s: float = 6
         f = jax.jit(
             lambda t, key, k=k: (
                 S.compile(
-                    t, params, key, nl, k, 0.8, 0.95, True, cfg=cfg, nlimits=tier,
+                    t,
+                    params,
+                    key,
+                    nl,
+                    k,
+                    0.8,
+                    0.95,
+                    True,
+                    cfg=cfg,
+                    nlimits=tier,
                     span_decode=span_decode,
                 ).program.n_code
             )
@@ -139,6 +148,21 @@ def throughput(cfg, params, sources, nl, ks=(16, 256, 1000), budget_s: float = 6
         if time.time() > t_end:
             break
     return rows
+
+
+def throughput_sources(nl, max_tokens: int | None = 256, n: int = 8) -> list[str]:
+    """The ``n`` held-out level-2 programs that ``throughput`` measures: the first of at
+    most ``max_tokens`` model tokens each (None: any length), so that the batch samples at
+    the (256, 512) tier rather than at the budget of its one longest program. From
+    ``jaxcc.neural.data``'s generator (docs/neural.md section 4's table; until 2026-11-27
+    ``main`` took the first 8 of ``corpus``'s, whatever their length)."""
+    from jaxcc.neural import data
+
+    srcs = data.generate(data.HELDOUT_SEEDS[0] + 99, 64 if max_tokens else n, 2, split="heldout")
+    if max_tokens:
+        n_tok = S.n_source_tokens(srcs, nl)
+        srcs = [s for s, t in zip(srcs, n_tok, strict=True) if t <= max_tokens]
+    return srcs[:n]
 
 
 def by_bounds(eval_dir: str, n: int) -> dict:
@@ -194,7 +218,6 @@ def _pass_stats(correct, greedy, k: int) -> dict:
 
 
 def main(argv=None) -> int:
-    from jaxcc.neural import corpus as data
     from jaxcc.neural import textbook, weights
 
     p = argparse.ArgumentParser(prog="python -m jaxcc.neural.evaluate")
@@ -274,7 +297,7 @@ def main(argv=None) -> int:
             flush=True,
         )
     if ns.throughput:
-        srcs = data.generate(data.HELDOUT_SEEDS[0] + 99, 8, 2, split="heldout")
+        srcs = throughput_sources(nl)
         summary["throughput"] = throughput(cfg, params, srcs, nl, budget_s=200.0)
         print("throughput", summary["throughput"], flush=True)
     with open(os.path.join(ns.out, "eval.json"), "w") as f:
