@@ -19,18 +19,14 @@ import jax
 import numpy as np
 
 from jaxcc import lexer
-from jaxcc.neural import api, evaluate, verify, weights
+from jaxcc.neural import api, evaluate, weights
 from jaxcc.neural import sample as S
 
 
 def _run(src, length, params, key, ref, cfg, k, nl, vl, tier, span):
-    ks, kp = jax.random.split(key)
-    tokens, _ = lexer.lex(src, length, nl)
-    c = S.compile(tokens, params, ks, nl, k, 0.8, 1.0, True, cfg=cfg, nlimits=tier,
-                  span_decode=span)  # fmt: skip
-    probes = verify.make_probes(tokens, ref.fn_nparams, kp, 128)
-    v = verify.verify_against(c.program, ref, probes, vl)
-    return c.samples.tokens, v.accepted & c.ok
+    c, accepted = evaluate.judged(src, length, params, key, ref, 0.8, cfg, k, True, 128, nl, vl,
+                                  tier, span)  # fmt: skip
+    return c.samples.tokens, accepted
 
 
 _run_jit = jax.jit(_run, static_argnames=("cfg", "k", "nl", "vl", "tier", "span"))

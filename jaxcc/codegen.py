@@ -506,7 +506,7 @@ def _merged(rules):
     return out
 
 
-def _emit_rules(rules, n: int, NI: int):
+def _emit_rules(rules, NI: int):
     """Step 5's scatter: each merged rule's instructions (``_merged``) into the code
     arrays, one after the other (the rules own disjoint addresses; concatenating them
     first held [rules x nodes] columns: most of the pass's memory). Returns op, arg, line (Int32[NI]), the stack effect a JUMP / CALL
@@ -582,19 +582,21 @@ def _limit_errors(f: _Facts, ast, sc, fid, maxstack_node, n_code, line_at_limit,
     return err
 
 
+def instruction_rules(ast, sc, ty):
+    """Steps 1-5 up to the rules: (``_Facts``, ``_Addr``, the keyed rules of ``_rules``)."""
+    f = _facts(ast, sc)
+    a = _addresses(f, sc, *_counts(f))
+    return f, a, _rules(f, sc, ty, a, *_completes(f))
+
+
 def emit_code(ast, sc, ty, limits) -> Code_:
     """Bytecode and the phase-5 limit errors of one program, in the steps of the module
-    docstring: ``_facts``, ``_counts`` (1), ``_addresses`` (2-4), ``_completes``,
-    ``_rules`` (5), ``_emit_rules`` (their scatter), ``_max_stack`` (6), the
+    docstring: ``instruction_rules`` (``_facts``, ``_counts`` (1), ``_addresses`` (2-4),
+    ``_completes``, ``_rules`` (5)), ``_emit_rules`` (their scatter), ``_max_stack`` (6), the
     function table and ``_limit_errors``."""
     NI, F = limits.max_code, limits.max_funcs
-    f = _facts(ast, sc)
-    pre, tail, aft = _counts(f)
-    a = _addresses(f, sc, pre, tail, aft)
-    cn, reach = _completes(f)
-    rules = _rules(f, sc, ty, a, cn, reach)
-
-    code_op, code_arg, code_line, jeff, rch, filled, line_at_limit = _emit_rules(rules, f.n, NI)
+    f, a, rules = instruction_rules(ast, sc, ty)
+    code_op, code_arg, code_line, jeff, rch, filled, line_at_limit = _emit_rules(rules, NI)
 
     # the function table
     idx, root = f.idx, f.root

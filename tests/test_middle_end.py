@@ -349,9 +349,7 @@ def _overlap_jit():
     from jaxcc import codegen, middle
 
     def one(s):
-        f = codegen._facts(s.ast, s.scopes)
-        a = codegen._addresses(f, s.scopes, *codegen._counts(f))
-        rules = codegen._rules(f, s.scopes, s.types, a, *codegen._completes(f))
+        rules = codegen.instruction_rules(s.ast, s.scopes, s.types)[2]
         groups = codegen.rule_groups([r[0] for r in rules])
         per_group = [sum(rules[r][1].astype(np.int32) for r in g).max() for g in groups]
         return jax.numpy.stack(per_group).max()

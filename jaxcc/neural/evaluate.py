@@ -92,15 +92,23 @@ def _noop(x):
     return x
 
 
-def _judge_impl(src, length, params, key, ref, temperature, cfg, k, greedy_first, n_probes, nl, vl,
-                tier=None):  # fmt: skip
+def judged(src, length, params, key, ref, temperature, cfg, k, greedy_first, n_probes, nl, vl,
+           tier=None, span_decode=None):  # fmt: skip
+    """(Candidates, Bool[B, k] accepted): k samples per source (top-p off), each judged
+    against ``ref`` on the module body and ``n_probes`` inputs per function."""
     ks, kp = jax.random.split(key)
     tokens, _ = lexer.lex(src, length, nl)
     c = S.compile(tokens, params, ks, nl, k, temperature, 1.0, greedy_first, cfg=cfg,
-                  nlimits=tier)  # fmt: skip
+                  nlimits=tier, span_decode=span_decode)  # fmt: skip
     probes = verify.make_probes(tokens, ref.fn_nparams, kp, n_probes)
     v = verify.verify_against(c.program, ref, probes, vl)
-    return v.accepted & c.ok
+    return c, v.accepted & c.ok
+
+
+def _judge_impl(src, length, params, key, ref, temperature, cfg, k, greedy_first, n_probes, nl, vl,
+                tier=None):  # fmt: skip
+    return judged(src, length, params, key, ref, temperature, cfg, k, greedy_first, n_probes, nl,
+                  vl, tier)[1]  # fmt: skip
 
 
 _judge_jit = jax.jit(
