@@ -15,11 +15,12 @@ train)
   # TEXTBOOK=1 mixes in level 4, textbook-style programs (train.TEXTBOOK_CYCLE)
   # LONG=1 mixes in level 5, long level-3 programs, as well (train.LONG_CYCLE)
   # CYCLE=1,3,4,5,2,3,4,5 weighs the levels otherwise (train.level_of)
+  # HARD=hard.json mixes in mined programs (python -m jaxcc.neural.mine), HARD_FRAC of each batch
   # CONFIG=long: the model reading 768 source tokens (INIT weights of base grow to it)
   python -m jaxcc.neural.train --out "${CKPT:-out/ckpt2}" --config "${CONFIG:-base}" \
     --steps "${STEPS:-32000}" --batch "${BATCH:-64}" --reuse "${REUSE:-2}" \
     --seed "${SEED:-0}" --lr "${LR:-0.001}" --warmup "${WARMUP:-500}" ${INIT:+--init "$INIT"} \
-    ${TEXTBOOK:+--textbook} ${LONG:+--long} ${CYCLE:+--cycle "$CYCLE"} \
+    ${TEXTBOOK:+--textbook} ${LONG:+--long} ${CYCLE:+--cycle "$CYCLE"} ${HARD:+--hard "$HARD" --hard-frac "${HARD_FRAC:-0.25}"} \
     --time-limit "$2" --workers 15 --eval-every 2000 --ckpt-every 1000000 \
     --export "$OUT/model.npz" 2>&1 | tr '\r' '\n' | awk '/heldout|stopped|rror|attention/ || NR % 400 == 0'
   cp "${CKPT:-out/ckpt2}"/meta.json "${CKPT:-out/ckpt2}"/curves.png "$OUT/"

@@ -124,3 +124,39 @@ def test_init_from_exported_weights(tmp_path):
     train.export(init_params(train.CONFIGS["v1"], 0), train.CONFIGS["v1"], other, {"step": 0})
     with pytest.raises(SystemExit, match="cannot start a model of config tiny"):
         train.main(["--out", str(tmp_path / "ck2"), *args[:-4], "--init", other])
+
+
+def test_mined_programs_fill_a_fraction_of_each_batch(tmp_path):
+    """--hard: the first hard_rows rows are mined programs with the labeller's tokens, the
+    others the plain batch's rows; a pure function of (seed, i)."""
+    import json
+
+    from jaxcc.neural import mine
+
+    srcs = data.generate(5, 4, 3)
+    path = str(tmp_path / "hard.json")
+    with open(path, "w") as f:
+        json.dump({"programs": [{"level": 3, "source": s, "correct": 0, "greedy": False}
+                                for s in srcs]}, f)  # fmt: skip
+    assert [p["source"] for p in mine.load_hard(path)] == srcs
+    nl = train.CONFIGS["long"].nlimits
+    plain = train._batch_at((0, 7, 8, 1), nl)
+    mixed = train._batch_at((0, 7, 8, 1), nl, hard=path, hard_frac=0.25)
+    again = train._batch_at((0, 7, 8, 1), nl, hard=path, hard_frac=0.25)
+    rows = train.hard_rows(8, 0.25)
+    assert rows == 2
+    for k in plain:
+        if k != "index":
+            np.testing.assert_array_equal(mixed[k][rows:], plain[k][rows:])
+            np.testing.assert_array_equal(mixed[k], again[k])
+    assert list(mixed["level"][:rows]) == [-1] * rows
+    for r in range(rows):
+        src = bytes(mixed["source"][r, : mixed["length"][r]]).decode()
+        assert src in srcs
+        lb = data.label(src, train.TRAIN_LIMITS, nl)
+        n = int(mixed["target_len"][r])
+        assert n == len(lb.tokens)
+        np.testing.assert_array_equal(mixed["target"][r, :n], lb.tokens)
+        assert (
+            not mixed["target"][r, n:].any() and not mixed["source"][r, len(src.encode()) :].any()
+        )

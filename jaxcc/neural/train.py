@@ -87,6 +87,8 @@ class Hyper(NamedTuple):
     textbook: bool = False  # mix in level 4 (corpus.TEXTBOOK) batches: level_of
     long: bool = False  # mix in level 5 (corpus.LONG) batches too: level_of
     cycle: str = ""  # e.g. "1,3,4,5,2,3,4,5": the levels' mix once all are reached (level_of)
+    hard: str = ""  # mined programs (mine.py's hard.json) ...
+    hard_frac: float = 0.0  # ... put in this fraction of every batch's rows (hard_rows)
 
 
 def optimizer(h: Hyper):
@@ -296,11 +298,12 @@ def level_of(step: int, total: int, curriculum: bool = True, textbook: bool = Fa
 
 def batches(seed: int, start: int, total: int, batch: int, workers: int, nlimits,
             curriculum: bool = True, textbook: bool = False, long: bool = False,
-            cycle: str = ""):  # fmt: skip
-    """Batch i for i in [start, total): a pure function of (seed, i) (data.batch_at)."""
+            cycle: str = "", hard: str = "", hard_frac: float = 0.0):  # fmt: skip
+    """Batch i for i in [start, total): a pure function of (seed, i) (data.batch_at), its
+    first ``hard_rows`` rows replaced by mined programs when ``hard`` names a file."""
     args = [(seed, i, batch, level_of(i, total, curriculum, textbook, long, cycle))
             for i in range(start, total)]  # fmt: skip
-    f = functools.partial(_batch_at, nlimits=nlimits)
+    f = functools.partial(_batch_at, nlimits=nlimits, hard=hard, hard_frac=hard_frac)
     if workers <= 1:
         yield from map(f, args)
         return
@@ -310,11 +313,47 @@ def batches(seed: int, start: int, total: int, batch: int, workers: int, nlimits
         yield from pool.imap(f, args, chunksize=1)
 
 
-def _batch_at(a, nlimits):
+def hard_rows(batch: int, frac: float) -> int:
+    """Rows of a batch given to mined programs: round(frac * batch), at most the batch."""
+    return min(batch, int(round(frac * batch)))
+
+
+_HARD: dict[str, list[str]] = {}  # a worker's mined sources, loaded once per file
+
+
+def _hard_sources(path: str) -> list[str]:
+    if path not in _HARD:
+        from jaxcc.neural import mine
+
+        _HARD[path] = [p["source"] for p in mine.load_hard(path)]
+    return _HARD[path]
+
+
+def _batch_at(a, nlimits, hard: str = "", hard_frac: float = 0.0):
     from jaxcc.neural import corpus
 
     seed, i, batch, level = a
-    return {**corpus.batch_at(seed, i, batch, level, TRAIN_LIMITS, nlimits), "index": i}
+    b = {**corpus.batch_at(seed, i, batch, level, TRAIN_LIMITS, nlimits), "index": i}
+    rows = hard_rows(batch, hard_frac) if hard else 0
+    pool = _hard_sources(hard) if rows else []
+    j = r = 0
+    while r < rows and pool and j < 64 * rows:  # row r: mined program h(seed, i, j)
+        src = pool[corpus._program_seed(seed, i * 64 * batch + j, -1) % len(pool)]
+        j += 1
+        data = src.encode()
+        lb = corpus.label(src, TRAIN_LIMITS, nlimits)
+        if lb.tokens is None or len(data) > TRAIN_LIMITS.max_source_bytes:
+            continue
+        b["source"][r] = 0
+        b["source"][r, : len(data)] = np.frombuffer(data, np.uint8)
+        b["length"][r] = len(data)
+        b["target"][r] = 0
+        b["target"][r, : len(lb.tokens)] = lb.tokens
+        b["target_len"][r] = len(lb.tokens)
+        b["n_src"][r] = lb.n_src
+        b["level"][r] = -1  # a mined program
+        r += 1
+    return b
 
 
 def main(argv=None) -> int:
@@ -336,6 +375,10 @@ def main(argv=None) -> int:
     p.add_argument("--cycle", default="",
                    help="levels mixed once all are reached, e.g. 1,3,4,5,2,3,4,5 "
                    "(default: train.LONG_CYCLE with --long, TEXTBOOK_CYCLE with --textbook)")  # fmt: skip
+    p.add_argument("--hard", default="",
+                   help="mined programs (python -m jaxcc.neural.mine's hard.json)")  # fmt: skip
+    p.add_argument("--hard-frac", type=float, default=0.25,
+                   help="with --hard: the fraction of every batch's rows given to them")  # fmt: skip
     p.add_argument("--config", default="base", choices=sorted(CONFIGS))
     p.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2) - 1))
     p.add_argument(
@@ -354,7 +397,8 @@ def main(argv=None) -> int:
     t0 = time.time()
     cfg = CONFIGS[ns.config]
     h = Hyper(ns.steps, ns.batch, ns.lr, ns.warmup, seed=ns.seed, reuse=ns.reuse,
-              textbook=ns.textbook, long=ns.long, cycle=ns.cycle)  # fmt: skip
+              textbook=ns.textbook, long=ns.long, cycle=ns.cycle, hard=ns.hard,
+              hard_frac=ns.hard_frac if ns.hard else 0.0)  # fmt: skip
     from jaxcc.cli import enable_compilation_cache
 
     enable_compilation_cache()
@@ -379,6 +423,8 @@ def main(argv=None) -> int:
         meta["hyper"].setdefault("textbook", False)
         meta["hyper"].setdefault("long", False)
         meta["hyper"].setdefault("cycle", "")
+        meta["hyper"].setdefault("hard", "")
+        meta["hyper"].setdefault("hard_frac", 0.0)
         if Config(**meta["config"]) != cfg or {**meta["hyper"], "steps": h.steps} != h._asdict():
             raise SystemExit(f"{ns.out} was trained with other settings: {meta['hyper']}")
         if meta["hyper"]["steps"] != h.steps:  # a longer or shorter schedule from here on
@@ -413,7 +459,7 @@ def main(argv=None) -> int:
     )
     curriculum = not meta.get("init")
     it = batches(h.seed, first, n_batches, h.batch, ns.workers, cfg.nlimits, curriculum,
-                 h.textbook, h.long, h.cycle)  # fmt: skip
+                 h.textbook, h.long, h.cycle, h.hard, h.hard_frac)  # fmt: skip
     recent: dict[int, dict] = {}
     bar = tqdm(total=h.steps, initial=step, dynamic_ncols=True) if tqdm else None
     last_save = step
