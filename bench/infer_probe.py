@@ -4,6 +4,8 @@
 * ``solve``: ``_facts`` + ``_solve`` (the fixpoint's while_loop, as many rounds as the
   batch's slowest program needs);
 * ``whole``: the pass (``infer_types``: the fixpoint and every check after it);
+* ``R steps``: exactly R steps of ``_solve``'s loop body (``_step``: a round and the
+  fixpoint test) in a ``fori_loop``: against ``solve``, the while_loop's own cost;
 * ``R rounds``: exactly R rounds of ``_round`` in a ``fori_loop`` (per-round cost);
 * ``R rounds, no scatter``: the same with ``or_into`` replaced by a gather of the
   target (wrong types, same shapes: what the OR-scatters cost).
@@ -50,6 +52,7 @@ def main(argv=None) -> int:
     p.add_argument("--batch", type=int, default=1024)
     p.add_argument("--rounds", type=int, default=8)
     p.add_argument("--json")
+    p.add_argument("--trace", help="also write a Perfetto trace of 3 calls of the pass here")
     ns = p.parse_args(argv)
     lim = C.LIMITS[ns.size]
     progs = C.tile(C.generate(0, ns.size, 512, with_tests=False), ns.batch)
@@ -81,6 +84,12 @@ def main(argv=None) -> int:
 
         return lax.fori_loop(0, R, lambda _, s: rnd(f, sc, s, seeds), (zero, zero, zero))
 
+    def steps(ast, sc):
+        f = T._facts(ast, sc)
+        zero = jnp.zeros((f.n,), jnp.int32)
+        init = ((zero, zero, zero), (f.seed_var0, f.seed_ret0), jnp.int32(0), jnp.bool_(False))
+        return lax.fori_loop(0, R, lambda _, c: T._step(f, sc, c), init)
+
     v = jax.vmap
     out = {"device": jax.devices()[0].device_kind, "size": ns.size, "batch": ns.batch,
            "rounds": R, "ms": {}}  # fmt: skip
@@ -88,12 +97,19 @@ def main(argv=None) -> int:
         "facts": lambda a, sc: v(lambda a, sc: T._facts(a, sc)[1:])(a, sc),
         "solve": lambda a, sc: v(lambda a, sc: T._solve(T._facts(a, sc), sc))(a, sc),
         "whole": lambda a, sc: v(lambda a, sc: T.infer_types(a, sc, lim))(a, sc),
+        f"{R} steps": lambda a, sc: v(steps)(a, sc),
         f"{R} rounds": lambda a, sc: v(rounds)(a, sc),
         f"{R} rounds, no scatter": lambda a, sc: v(lambda a, sc: rounds(a, sc, False))(a, sc),
     }
     for name, f in cases.items():
         out["ms"][name] = 1e3 * timed(f, a, sc)
         print(f"{ns.size} batch {ns.batch}: {name}: {out['ms'][name]:.2f} ms", flush=True)
+    if ns.trace:  # kernel by kernel (jax.profiler; read with bench/trace_kernels.py)
+        whole = jax.jit(cases["whole"]).lower(a, sc).compile()
+        jax.block_until_ready(whole(a, sc))
+        with jax.profiler.trace(ns.trace, create_perfetto_trace=True):
+            for _ in range(3):
+                jax.block_until_ready(whole(a, sc))
     if ns.json:
         with open(ns.json, "w") as fh:
             json.dump(out, fh, indent=1)

@@ -286,6 +286,32 @@ def _round(f: _Facts, sc, state, seeds):
     return new_t, new_var, new_ret
 
 
+def _step(f: _Facts, sc, c):
+    """One round of ``_solve``'s loop: (state, seeds, stage, done) -> the same."""
+    st, (sv, sr), stage, done = c
+    new = _round(f, sc, st, (sv, sr))
+    # one reduction, not three (all three are [N])
+    changed = jnp.any((new[0] != st[0]) | (new[1] != st[1]) | (new[2] != st[2]))
+    var, ret = new[1], new[2]
+    # at a fixpoint, go straight to the first stage from here on that has unknowns
+    # (a stage without any would only hand over after one more unchanged round,
+    # computing the same state again): seed it, or finish
+    has = (
+        (stage <= 0) & jnp.any(f.is_param & (var == BOT)),
+        (stage <= 1) & jnp.any(sc.is_fn & (ret == BOT)),
+        (stage <= 2) & jnp.any(f.is_var_rep & (var == BOT)),
+    )
+    target = jnp.where(has[0], 0, jnp.where(has[1], 1, jnp.where(has[2], 2, 3)))
+    target = jnp.where(changed | done, stage, target)
+    seeding = ~changed & ~done & (target < 3)
+    want_v = jnp.where(target == 0, f.is_param, jnp.where(target == 2, f.is_var_rep, False))
+    want_v = seeding & want_v & (var == BOT)
+    want_r = seeding & (target == 1) & sc.is_fn & (ret == BOT)
+    sv = jnp.where(want_v, M_INT, sv)
+    sr = jnp.where(want_r, M_INT, sr)
+    return new, (sv, sr), target, done | (target >= 3)
+
+
 def _solve(f: _Facts, sc):
     """The reference's ``solve()``: a fixpoint; then, in stages, unknown params, then
     unknown results, then unknown variables default to int, each time followed by a new
@@ -295,33 +321,9 @@ def _solve(f: _Facts, sc):
     (t, var, ret) and seeds (seed_var, seed_ret)."""
     n = f.n
 
-    def step(c):
-        st, (sv, sr), stage, done = c
-        new = _round(f, sc, st, (sv, sr))
-        # one reduction, not three (all three are [N])
-        changed = jnp.any((new[0] != st[0]) | (new[1] != st[1]) | (new[2] != st[2]))
-        var, ret = new[1], new[2]
-        # at a fixpoint, go straight to the first stage from here on that has unknowns
-        # (a stage without any would only hand over after one more unchanged round,
-        # computing the same state again): seed it, or finish
-        has = (
-            (stage <= 0) & jnp.any(f.is_param & (var == BOT)),
-            (stage <= 1) & jnp.any(sc.is_fn & (ret == BOT)),
-            (stage <= 2) & jnp.any(f.is_var_rep & (var == BOT)),
-        )
-        target = jnp.where(has[0], 0, jnp.where(has[1], 1, jnp.where(has[2], 2, 3)))
-        target = jnp.where(changed | done, stage, target)
-        seeding = ~changed & ~done & (target < 3)
-        want_v = jnp.where(target == 0, f.is_param, jnp.where(target == 2, f.is_var_rep, False))
-        want_v = seeding & want_v & (var == BOT)
-        want_r = seeding & (target == 1) & sc.is_fn & (ret == BOT)
-        sv = jnp.where(want_v, M_INT, sv)
-        sr = jnp.where(want_r, M_INT, sr)
-        return new, (sv, sr), target, done | (target >= 3)
-
     def body(c):  # two rounds per check of the predicate (a host sync on a GPU): most
         c, k = c  # lanes end after 4-16 rounds, and a batch waits for its slowest lane
-        return step(step(c)), k + 2
+        return _step(f, sc, _step(f, sc, c)), k + 2
 
     zero = jnp.zeros((n,), I32)
     init = ((zero, zero, zero), (f.seed_var0, f.seed_ret0), jnp.int32(0), jnp.bool_(False))
