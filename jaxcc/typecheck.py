@@ -289,7 +289,10 @@ def _round(f: _Facts, sc, state, seeds):
 def _step(f: _Facts, sc, c):
     """One round of ``_solve``'s loop: (state, seeds, stage, done) -> the same."""
     st, (sv, sr), stage, done = c
-    new = _round(f, sc, st, (sv, sr))
+    # the barrier keeps XLA from fusing the round into the reductions below: on a GPU it
+    # computed the whole round again inside each reduction's kernel (a step cost 2.7x a
+    # round; bench/infer_probe.py)
+    new = lax.optimization_barrier(_round(f, sc, st, (sv, sr)))
     # one reduction, not three (all three are [N])
     changed = jnp.any((new[0] != st[0]) | (new[1] != st[1]) | (new[2] != st[2]))
     var, ret = new[1], new[2]
