@@ -31,6 +31,7 @@ stage XLA did not unroll) bytes accessed and the bandwidth are lower bounds.
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -275,12 +276,19 @@ def run_size(ctx, size: str, b: int, measure, inputs, optimize: bool = False) ->
             "batch": b, "devices": 1}  # fmt: skip
     rows = []
     for st in stages(lim, optimize):
-        m = measure(jax.jit(st.fn), tuple(carry[k] for k in st.inputs), tctx)
+        args_ = tuple(carry[k] for k in st.inputs)
+        m = measure(jax.jit(st.fn), args_, tctx)
         for k, v in m["out"].items():
             carry[k] = carry[k]._replace(**v) if isinstance(v, dict) else v
+        if getattr(ctx.args, "trace", None):  # the stage's heaviest GPU kernels
+            from bench.trace_kernels import trace_top
+
+            m["top_kernels"] = trace_top(m["compiled"], args_, os.path.join(
+                ctx.args.trace, f"{size}_{b}_{st.name.replace(':', '_')}"))  # fmt: skip
         rows.append(ctx.add(**base, stage=st.name, in_loop=st.in_loop, seconds=m["seconds"],
                             throughput=b / m["seconds"], unit="programs/s",
                             compile_s=m["compile_s"], min_s=m["min_s"], repeats=m["repeats"],
+                            **({"top_kernels": m["top_kernels"]} if "top_kernels" in m else {}),
                             **_stats(m["compiled"], m["seconds"], b, peak)))  # fmt: skip
         del m
     m = measure(whole_loop(lim, optimize), (carry["source"], carry["length"], carry["cases"]), tctx)
@@ -328,4 +336,12 @@ def table(rows: list[dict]) -> str:
     """The breakdown rows as one markdown table (printed at the end of the entry)."""
     from bench import report
 
-    return report.markdown([r for r in rows if r.get("bench") == "breakdown"], TABLE_COLS)
+    rows = [r for r in rows if r.get("bench") == "breakdown"]
+    out = report.markdown(rows, TABLE_COLS)
+    traced = [r for r in rows if r.get("top_kernels")]
+    if traced:  # --trace: each stage's heaviest GPU kernels
+        out += "\n\n| size | batch | stage | kernel | ms per call | launches | share |\n|---|---|---|---|---|---|---|"
+        for r in traced:
+            for name, ms, n, share in r["top_kernels"]:
+                out += f"\n| {r['size']} | {r['batch']} | {r['stage']} | {name[:60]} | {ms} | {n} | {share} |"
+    return out

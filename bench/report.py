@@ -78,6 +78,8 @@ def fmt_num(x) -> str:
         return ""
     if isinstance(x, str):
         return x
+    if isinstance(x, (list, tuple, dict)):  # e.g. a breakdown row's top_kernels: in the JSON
+        return f"({len(x)} items)"
     if isinstance(x, bool):
         return str(x)
     if isinstance(x, int) and abs(x) < 100_000:

@@ -1303,6 +1303,9 @@ def parse_args(argv=None):
         "--entry-budget-s", type=float, default=None, help="stop an entry's sweeps after this long"
     )
     p.add_argument("--seed", type=int, default=0, help="corpus seed")
+    p.add_argument("--trace", default=None,
+                   help="breakdown: trace each stage (jax.profiler) under this folder and "
+                   "record its heaviest GPU kernels (row key top_kernels)")  # fmt: skip
     p.add_argument(
         "--vm-backends",
         default="xla",
