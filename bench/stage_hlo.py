@@ -1,0 +1,49 @@
+"""Write each front-end stage's optimized HLO (``compiled.as_text()``) for a corpus batch,
+to read what XLA fused (e.g. the reduction kernels a ``--trace`` breakdown shows heavy):
+
+    PYTHONPATH=. python bench/stage_hlo.py --out DIR [--size small] [--batch 65536]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import jax
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+import corpus as C  # noqa: E402
+from breakdown import stages  # noqa: E402
+
+from jaxcc import lexer  # noqa: E402
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("--out", required=True)
+    p.add_argument("--size", default="small")
+    p.add_argument("--batch", type=int, default=1024)
+    ns = p.parse_args(argv)
+    os.makedirs(ns.out, exist_ok=True)
+    lim = C.LIMITS[ns.size]
+    progs = C.tile(C.generate(0, ns.size, 512, with_tests=False), ns.batch)
+    src, length = lexer.encode([q["source"] for q in progs], lim)
+    carry = {"source": src, "length": length}
+    for st in stages(lim):
+        if not all(k in carry for k in st.inputs):
+            break  # the VM's stages need test cases: the front end only
+        args = tuple(carry[k] for k in st.inputs)
+        comp = jax.jit(st.fn).lower(*args).compile()
+        path = os.path.join(ns.out, st.name.replace(":", "_") + ".hlo.txt")
+        with open(path, "w") as f:
+            f.write(comp.as_text())
+        print(st.name, os.path.getsize(path), "bytes of HLO", flush=True)
+        for k, v in comp(*args).items():
+            carry[k] = carry[k]._replace(**v) if isinstance(v, dict) and k in carry else v
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
