@@ -250,3 +250,36 @@ def test_claims_timing_stops_at_the_memory_limit(monkeypatch):
     monkeypatch.setattr(claims, "_timing_batch", broken)
     with pytest.raises(ValueError):
         claims.timing(ns, None, None, sources, None, None, 4)
+
+
+def test_claims_timing_budget_counts_after_the_precompile(monkeypatch):
+    """The neural sweep's --timing-budget-s starts after the precompile: a precompile
+    longer than the budget does not end the sweep before its second batch size; a
+    batch size that overruns the budget is the last."""
+    import time
+    import types
+
+    from jaxcc.neural import claims
+
+    clock = [0.0]
+    monkeypatch.setattr(time, "perf_counter", lambda: clock[0])
+
+    def slow_precompile(*args):
+        clock[0] += 100.0  # longer than the budget
+        return {"seconds": 100.0}
+
+    def fake_batch(ns, jits, params, inputs, b, k, rp, thr, out):
+        clock[0] += 6.0 if b < 64 else 20.0
+        out["neural"].append({"batch": b})
+
+    monkeypatch.setattr(claims, "precompile", slow_precompile)
+    monkeypatch.setattr(claims, "timing_jits", lambda *a: object())
+    monkeypatch.setattr(claims, "_timing_batch", fake_batch)
+    monkeypatch.setattr(claims.router, "load", lambda: None)
+    ns = types.SimpleNamespace(timing_budget_s=30.0, timing_k=4, det_batches="",
+                               batches="1,16,64,256,1024", no_cpython=True,
+                               precompile_threads=2, probes=4)  # fmt: skip
+    sources = [f"print({i})\n" for i in range(20)]
+    out = claims.timing(ns, object(), None, sources, None, None, 4)
+    assert [r["batch"] for r in out["neural"]] == [1, 16, 64]
+    assert "before batch 256" in out["stopped"]
