@@ -512,18 +512,23 @@ def _emit_rules(rules, NI: int):
     first held [rules x nodes] columns: most of the pass's memory). Returns op, arg, line (Int32[NI]), the stack effect a JUMP / CALL
     stands for, reachable and filled per address (``_max_stack``'s inputs) and the line
     of the first instruction at address NI (the code-length error's line)."""
-    word = jnp.zeros((NI + 1,), I32)  # opcode | reachable << 8 | filled << 9 | jeff << 10
-    arg_a = jnp.zeros((NI + 1,), I32)
-    line_a = jnp.zeros((NI + 1,), I32)
-    line_at_limit = jnp.int32(0)
+    # slot NI: the instruction at address NI (there is at most one: addresses are
+    # disjoint), whose line the code-length error reports; slot NI + 1: everything else
+    # not placed. Its line comes out of the same scatter. (It was a max over every
+    # rule's nodes: on the GPU, very likely the one reduction kernel that also computed
+    # the packed words, 9.3 of emit_code's 18.7 ms per 65,536 small programs on an H100;
+    # docs/benchmarks.md, "Kernel by kernel")
+    word = jnp.zeros((NI + 2,), I32)  # opcode | reachable << 8 | filled << 9 | jeff << 10
+    arg_a = jnp.zeros((NI + 2,), I32)
+    line_a = jnp.zeros((NI + 2,), I32)
     for mask, at, opc, arg, ln, jeff, rch in _merged(rules):
-        ok = mask & (at >= 0) & (at < NI)
-        tgt = jnp.where(ok, at, NI)
+        ok = mask & (at >= 0) & (at <= NI)
+        tgt = jnp.where(ok, at, NI + 1)
         w = opc | (rch.astype(I32) << 8) | (1 << 9) | (jeff << 10)
         word = word.at[tgt].set(w)
         arg_a = arg_a.at[tgt].set(arg)
         line_a = line_a.at[tgt].set(ln)
-        line_at_limit = jnp.maximum(line_at_limit, jnp.max(jnp.where(mask & (at == NI), ln, 0)))
+    line_at_limit = line_a[NI]
     word = word[:NI]
     return (word & 0xFF, arg_a[:NI], line_a[:NI], word >> 10, (word & (1 << 8)) != 0,
             (word & (1 << 9)) != 0, line_at_limit)  # fmt: skip
