@@ -289,9 +289,8 @@ def _round(f: _Facts, sc, state, seeds):
 def _step(f: _Facts, sc, c):
     """One round of ``_solve``'s loop: (state, seeds, stage, done) -> the same."""
     st, (sv, sr), stage, done = c
-    # the barrier keeps XLA from fusing the round into the reductions below: on a GPU it
-    # computed the whole round again inside each reduction's kernel (a step cost 2.7x a
-    # round; bench/infer_probe.py)
+    # the barrier keeps XLA from fusing the round into the reductions below: on an H100
+    # a step cost 2.7x a bare round without it, 1.2x with it (bench/infer_probe.py)
     new = lax.optimization_barrier(_round(f, sc, st, (sv, sr)))
     # one reduction, not three (all three are [N])
     changed = jnp.any((new[0] != st[0]) | (new[1] != st[1]) | (new[2] != st[2]))
@@ -320,8 +319,7 @@ def _solve(f: _Facts, sc):
     unknown results, then unknown variables default to int, each time followed by a new
     fixpoint. One loop: when a round changes nothing, the first stage from the current
     one that has unknowns seeds them (stages without any are passed over; none left:
-    done). Returns the final
-    (t, var, ret) and seeds (seed_var, seed_ret)."""
+    done). Returns the final (t, var, ret) and seeds (seed_var, seed_ret)."""
     n = f.n
 
     def body(c):  # two rounds per check of the predicate (a host sync on a GPU): most
