@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The GPU runs behind docs/benchmarks.md, in parts that each fit one 10-minute device call.
-# usage: bench/gpu_session.sh PART OUTDIR   (PART: a, b or scaling; OUTDIR is kept between parts)
+# usage: bench/gpu_session.sh PART OUTDIR   (PART: a, b, scaling or stages; OUTDIR is kept between parts)
 # Each entry group runs under its own timeout, so one slow group cannot lose the others;
 # rows accumulate in OUTDIR/results.json (bench/run.py keeps rows of entries not re-run).
 set -uo pipefail
@@ -32,5 +32,11 @@ scaling)  # on a machine of 2 or more GPUs; also what parts a and b ran out of t
   r 110 --only middle --sizes small,medium,large --batches 1,4096,65536 --entry-budget-s 60
   r 80 --only compile --sizes medium --batches 1,4096,65536 --entry-budget-s 60
   r 130 --only examples
+  ;;
+stages)  # issue 14's breakdown, kernel by kernel, the headline, and each stage's HLO
+  r 260 --only breakdown,loop,cpython_pool --sizes small,medium --batches 65536
+  r 120 --only breakdown --sizes small --batches 65536 --trace /tmp/jaxcc_trace --out "$out/trace"
+  echo "== stage HLO"; timeout 150 python bench/stage_hlo.py --out "$out/hlo" --batch 65536 \
+    && gzip -9 "$out"/hlo/*.txt
   ;;
 esac
