@@ -28,10 +28,9 @@ from jax import lax
 
 sys.path.insert(0, os.path.dirname(__file__))
 
-import corpus as C  # noqa: E402
 from breakdown import _pass_stage  # noqa: E402
+from middle_passes import parsed  # noqa: E402
 
-from jaxcc import lexer, parser  # noqa: E402
 from jaxcc import typecheck as T  # noqa: E402
 
 
@@ -54,11 +53,7 @@ def main(argv=None) -> int:
     p.add_argument("--json")
     p.add_argument("--trace", help="also write a Perfetto trace of 3 calls of the pass here")
     ns = p.parse_args(argv)
-    lim = C.LIMITS[ns.size]
-    progs = C.tile(C.generate(0, ns.size, 512, with_tests=False), ns.batch)
-    src, length = lexer.encode([q["source"] for q in progs], lim)
-    tok, le = jax.jit(lexer.lex, static_argnames="limits")(src, length, lim)
-    ast, pe = jax.jit(parser.parse, static_argnames="limits")(tok, lim, lex_error=le)
+    lim, ast, pe = parsed(ns.size, ns.batch, n=512)
     st = jax.jit(_pass_stage(0, lim).fn)(ast, pe)["state"]
     a, sc = st.ast, st.scopes
     R = ns.rounds

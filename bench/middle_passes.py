@@ -26,6 +26,22 @@ from breakdown import _pass_stage, memory  # noqa: E402
 from jaxcc import lexer, middle, parser  # noqa: E402
 
 
+def encoded(size: str, batch: int, seed: int = 0, n: int = 64):
+    """(limits, source, length): ``n`` corpus programs of ``size`` tiled to ``batch``."""
+    lim = C.LIMITS[size]
+    progs = C.tile(C.generate(seed, size, n, with_tests=False), batch)
+    src, length = lexer.encode([q["source"] for q in progs], lim)
+    return lim, src, length
+
+
+def parsed(size: str, batch: int, seed: int = 0, n: int = 64):
+    """(limits, ast, parse_error) of ``encoded``'s batch, lexed and parsed (jitted)."""
+    lim, src, length = encoded(size, batch, seed, n)
+    tok, le = jax.jit(lexer.lex, static_argnames="limits")(src, length, lim)
+    ast, pe = jax.jit(parser.parse, static_argnames="limits")(tok, lim, lex_error=le)
+    return lim, ast, pe
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--size", default="small")
@@ -34,11 +50,7 @@ def main(argv=None) -> int:
     p.add_argument("--save")
     p.add_argument("--compare")
     ns = p.parse_args(argv)
-    lim = C.LIMITS[ns.size]
-    progs = C.tile(C.generate(ns.seed, ns.size, 64, with_tests=False), ns.batch)
-    src, length = lexer.encode([q["source"] for q in progs], lim)
-    tok, le = jax.jit(lexer.lex, static_argnames="limits")(src, length, lim)
-    ast, pe = jax.jit(parser.parse, static_argnames="limits")(tok, lim, lex_error=le)
+    lim, ast, pe = parsed(ns.size, ns.batch, ns.seed)
     carry = {"ast": ast, "parse_error": pe}
     print(f"device {jax.devices()[0].device_kind}, {ns.size} corpus, batch {ns.batch}")
     for i in range(len(middle.PASSES)):

@@ -14,10 +14,8 @@ import jax
 
 sys.path.insert(0, os.path.dirname(__file__))
 
-import corpus as C  # noqa: E402
 from breakdown import stages  # noqa: E402
-
-from jaxcc import lexer  # noqa: E402
+from middle_passes import encoded  # noqa: E402
 
 
 def main(argv=None) -> int:
@@ -27,9 +25,7 @@ def main(argv=None) -> int:
     p.add_argument("--batch", type=int, default=1024)
     ns = p.parse_args(argv)
     os.makedirs(ns.out, exist_ok=True)
-    lim = C.LIMITS[ns.size]
-    progs = C.tile(C.generate(0, ns.size, 512, with_tests=False), ns.batch)
-    src, length = lexer.encode([q["source"] for q in progs], lim)
+    lim, src, length = encoded(ns.size, ns.batch, n=512)
     carry = {"source": src, "length": length}
     for st in stages(lim):
         if not all(k in carry for k in st.inputs):

@@ -106,30 +106,38 @@ def label(
     return LabelResult(np.asarray(seq, np.int32), "ok", info.n_src)
 
 
+def put_row(b: dict, r: int, src: str, limits: Limits, nlimits: V.NeuralLimits) -> bool:
+    """Write ``src`` and its labelled tokens into row ``r`` of the batch arrays ``b``
+    (``batch_at``'s dict; the row cleared first), or return False and leave the row as it
+    is when the source is over ``limits.max_source_bytes`` or has no label."""
+    data = src.encode()
+    if len(data) > limits.max_source_bytes:
+        return False
+    lb = label(src, limits, nlimits)
+    if lb.tokens is None:
+        return False
+    b["source"][r] = 0
+    b["source"][r, : len(data)] = np.frombuffer(data, np.uint8)
+    b["length"][r] = len(data)
+    b["target"][r] = 0
+    b["target"][r, : len(lb.tokens)] = lb.tokens
+    b["target_len"][r] = len(lb.tokens)
+    b["n_src"][r] = lb.n_src
+    return True
+
+
 def batch_at(seed: int, index: int, batch: int, level: int, limits: Limits,
              nlimits: V.NeuralLimits) -> dict:  # fmt: skip
     """Training batch ``index``: ``batch`` labelled programs of ``level`` (programs that
     fail to label are replaced by the next ones), padded to limits / nlimits."""
-    source = np.zeros((batch, limits.max_source_bytes), np.uint8)
-    length = np.zeros(batch, np.int32)
-    target = np.zeros((batch, nlimits.max_out), np.int32)
-    tlen = np.zeros(batch, np.int32)
-    n_src = np.zeros(batch, np.int32)
+    out = {"source": np.zeros((batch, limits.max_source_bytes), np.uint8),
+           "length": np.zeros(batch, np.int32),
+           "target": np.zeros((batch, nlimits.max_out), np.int32),
+           "target_len": np.zeros(batch, np.int32), "n_src": np.zeros(batch, np.int32),
+           "level": np.full(batch, level, np.int32)}  # fmt: skip
     j = b = 0
     while b < batch:
         src = generate_one(_program_seed(seed, index * 4 * batch + j, level), level)
         j += 1
-        data = src.encode()
-        if len(data) > limits.max_source_bytes:
-            continue
-        lb = label(src, limits, nlimits)
-        if lb.tokens is None:
-            continue
-        source[b, : len(data)] = np.frombuffer(data, np.uint8)
-        length[b] = len(data)
-        target[b, : len(lb.tokens)] = lb.tokens
-        tlen[b] = len(lb.tokens)
-        n_src[b] = lb.n_src
-        b += 1
-    return {"source": source, "length": length, "target": target, "target_len": tlen,
-            "n_src": n_src, "level": np.full(batch, level, np.int32)}  # fmt: skip
+        b += put_row(out, b, src, limits, nlimits)
+    return out

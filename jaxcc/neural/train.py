@@ -340,17 +340,8 @@ def _batch_at(a, nlimits, hard: str = "", hard_frac: float = 0.0):
     while r < rows and pool and j < 64 * rows:  # row r: mined program h(seed, i, j)
         src = pool[corpus._program_seed(seed, i * 64 * batch + j, -1) % len(pool)]
         j += 1
-        data = src.encode()
-        lb = corpus.label(src, TRAIN_LIMITS, nlimits)
-        if lb.tokens is None or len(data) > TRAIN_LIMITS.max_source_bytes:
+        if not corpus.put_row(b, r, src, TRAIN_LIMITS, nlimits):
             continue
-        b["source"][r] = 0
-        b["source"][r, : len(data)] = np.frombuffer(data, np.uint8)
-        b["length"][r] = len(data)
-        b["target"][r] = 0
-        b["target"][r, : len(lb.tokens)] = lb.tokens
-        b["target_len"][r] = len(lb.tokens)
-        b["n_src"][r] = lb.n_src
         b["level"][r] = -1  # a mined program
         r += 1
     return b
