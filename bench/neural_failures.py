@@ -5,6 +5,11 @@ literal, line, label or opcode; or a different kind of token: a statement left o
 added or reordered).
 
     PYTHONPATH=. python bench/neural_failures.py HARD_JSON [--n 40] [--out FILE]
+        [--print-oracle] [--typed]
+
+The greedy sequence examined is the untyped mask's (how the programs were mined);
+``--typed`` also samples greedily with the typed mask (the front end's print types,
+``grammar.fold_prints``) and judges that sequence.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from jaxcc import isa, lexer
 from jaxcc.neural import api, corpus, weights
 from jaxcc.neural import sample as S
 from jaxcc.neural import vocab as V
+from jaxcc.neural.inputs import print_types
 
 
 def kind(tok: int) -> str:
@@ -76,6 +82,8 @@ def main(argv=None) -> int:
     p.add_argument("--print-oracle", action="store_true",
                    help="also: is the greedy sequence right once its print opcodes are the "
                    "labeller's (in order)? (what knowing each printed value's type would buy)")  # fmt: skip
+    p.add_argument("--typed", action="store_true",
+                   help="also: is the typed mask's greedy sequence right?")  # fmt: skip
     ns = p.parse_args(argv)
     cfg, params = weights.load(ns.weights)
     nl = api.NEURAL_LIMITS
@@ -89,7 +97,7 @@ def main(argv=None) -> int:
         want = corpus.label(src, nl, cfg.nlimits).tokens
         n_src = int(S.n_source_tokens([src], nl)[0])
         s, length = lexer.encode([src], nl)
-        tokens, _ = lexer.lex(s, length, nl)
+        tokens, lex_error = lexer.lex(s, length, nl)
         c = S.compile(tokens, params, jax.random.key(0), nl, 1, 0.0, 1.0, True, cfg=cfg,
                       nlimits=S.tier(n_src, cfg))  # fmt: skip
         got = np.asarray(c.samples.tokens)[0, 0]
@@ -98,6 +106,15 @@ def main(argv=None) -> int:
         rows.append({"level": q["level"], "bytes": len(src.encode()), "position": i,
                      "of": len(want), "got": V.name(g), "want": V.name(w),
                      "kinds": f"{kind(w)} -> {kind(g)}"})  # fmt: skip
+        if ns.typed:
+            ct = S.compile(tokens, params, jax.random.key(0), nl, 1, 0.0, 1.0, True, cfg=cfg,
+                           nlimits=S.tier(n_src, cfg),
+                           print_t=print_types(tokens, nl, lex_error))  # fmt: skip
+            gt = np.asarray(ct.samples.tokens)[0, 0]
+            et = int(np.argmax(gt == V.EOS)) + 1 if (gt == V.EOS).any() else len(gt)
+            rows[-1]["typed_greedy_right"] = _with_label_prints(
+                src, tokens, ct, gt[:et], gt[:et], cfg, nl, S.tier(n_src, cfg)
+            )
         if ns.print_oracle:
             t = S.tier(n_src, cfg)
             rows[-1]["right_with_label_prints"] = _with_label_prints(
@@ -114,6 +131,11 @@ def main(argv=None) -> int:
             f"\nright once the print opcodes are the labeller's: {len(fixed)} of {len(rows)} "
             f"(the labeller's own sequence judged right: "
             f"{sum(bool(r.get('label_judged_right')) for r in rows)} of {len(rows)})"
+        )
+    if ns.typed:
+        print(
+            f"\ngreedy right with the typed mask: "
+            f"{sum(bool(r.get('typed_greedy_right')) for r in rows)} of {len(rows)}"
         )
     tally = collections.Counter(r["kinds"] for r in rows)
     print("\nfirst divergence, wanted kind -> got kind:")

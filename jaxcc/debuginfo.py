@@ -22,6 +22,12 @@ Layout of ``Debug`` (F = limits.max_funcs, L = limits.max_locals; padding -1 / 0
                               DebugInfo.param_types)
     error_args Int32[B, 3]    a type conflict's message parameters: (site, the first type,
                               this type), typecheck.TYPE_SITE and isa.T_*; zeros otherwise
+    print_type Int32[B, PF, PP] isa.T_BOOL or isa.T_INT of each printed value (argument of
+                              ``print``) of each of the first PF = min(F, PRINT_FUNCS)
+                              functions, in source order, which is the order of the
+                              PRINT_* instructions in the function's code; -1 beyond
+                              (PP = MAX_PRINTS; later ones are not recorded). What the
+                              neural compiler's typed decoding mask reads (docs/neural.md)
 
 A program with a compile error has padding everywhere but ``error_args``.
 """
@@ -41,6 +47,8 @@ from jaxcc.syntax import Node
 from jaxcc.typecheck import mask_to_type
 
 TEMP_NAME = "$cmp"  # the hidden temporary's name (chained comparisons keep a value there)
+PRINT_FUNCS = 16  # functions whose printed values' types Debug.print_type records
+MAX_PRINTS = 32  # printed values per function that it records
 
 
 class Debug(NamedTuple):
@@ -52,6 +60,7 @@ class Debug(NamedTuple):
     slot_col: object  # Int32[Array, "B F L"]
     slot_type: object  # Int32[Array, "B F L"]
     error_args: object  # Int32[Array, "B 3"]
+    print_type: object  # Int32[Array, "B PF PP"]
 
 
 class DebugInfo(NamedTuple):
@@ -67,6 +76,7 @@ class DebugInfo(NamedTuple):
     source_lines: tuple  # tuple[str]  the source split into lines
     message: str  # the full error message when the compiler words it itself, else ''
     error_args: tuple = ()  # (site, first type, this type) of a type conflict, if known
+    print_types: tuple = ()  # tuple[tuple[int]]  isa.T_* of each printed value, per function
 
 
 def source_text(source: str | bytes) -> str:
@@ -88,8 +98,40 @@ def empty(limits) -> Debug:
     """The Debug row of a program with no functions (all padding), unbatched."""
     F, L = limits.max_funcs, limits.max_locals
     m = jnp.full((F, L), -1, jnp.int32)
+    p = jnp.full((min(F, PRINT_FUNCS), MAX_PRINTS), -1, jnp.int32)
     return Debug(jnp.zeros((F,), jnp.int32), jnp.full((F,), -1, jnp.int32), m, m,
-                 jnp.zeros((F, L), jnp.int32), jnp.zeros((3,), jnp.int32))  # fmt: skip
+                 jnp.zeros((F, L), jnp.int32), jnp.zeros((3,), jnp.int32), p)  # fmt: skip
+
+
+def print_types(ast, sc, ty, n_funcs: int):
+    """Int32[min(n_funcs, PRINT_FUNCS), MAX_PRINTS]: the static type of each printed value
+    of each function of ONE program, in source order (``Debug.print_type``). The code
+    generator prints a value typed bool with PRINT_BOOL and any other with PRINT_INT, one
+    instruction per argument in argument order, and lays statements out in source order,
+    so entry j of function f is the type of f's j-th PRINT_* instruction. Sequential
+    equivalent::
+
+        for node in post-order (children before parents, siblings in source order):
+            if node is an argument of a call of the builtin print, in function f:
+                out[f][count[f]] = T_BOOL if type(node) is bool else T_INT; count[f] += 1
+    """
+    from jaxcc.resolve import B_PRINT
+    from jaxcc.typecheck import M_BOOL
+
+    F, P = min(n_funcs, PRINT_FUNCS), MAX_PRINTS
+    n = ast.kind.shape[0]
+    idx = jnp.arange(n, dtype=I32)
+    live = (idx < ast.n_nodes) & (sc.fn >= 0)
+    par = jnp.clip(ast.parent, 0, n - 1)
+    arg = live & (ast.parent >= 0) & (ast.kind[par] == Node.CALL) & (sc.builtin[par] == B_PRINT)
+    fn = jnp.where(arg, sc.fn, F)
+    # rank among the printed values of the same function (a cumulative count per function)
+    onehot = (fn[:, None] == jnp.arange(F, dtype=I32)[None, :]).astype(I32)
+    rank = jnp.take_along_axis(jnp.cumsum(onehot, axis=0), jnp.clip(fn, 0, F - 1)[:, None],
+                               axis=1)[:, 0] - 1  # fmt: skip
+    key = jnp.where(arg & (fn < F) & (rank < P), fn * P + rank, F * P)
+    t = jnp.where(ty.t == M_BOOL, isa.T_BOOL, isa.T_INT).astype(I32)
+    return jnp.full((F * P + 1,), -1, I32).at[key].set(t)[: F * P].reshape(F, P)
 
 
 def debug_arrays(ast, sc, ty, limits) -> Debug:
@@ -134,7 +176,8 @@ def debug_arrays(ast, sc, ty, limits) -> Debug:
     tkey = jnp.where(rep, key, F * L)
     slot_type = jnp.zeros((F * L + 1,), I32).at[tkey].set(mask_to_type(ty.var))[: F * L]
     args = ty.err_args if ty.err_args is not None else jnp.zeros((3,), I32)
-    return Debug(fn_line, fn_col, slot_line, slot_col, slot_type.reshape(F, L), args)
+    return Debug(fn_line, fn_col, slot_line, slot_col, slot_type.reshape(F, L), args,
+                 print_types(ast, sc, ty, F))  # fmt: skip
 
 
 # -- on the host ------------------------------------------------------------------------
@@ -177,5 +220,7 @@ def from_arrays(debug: Debug, program: isa.Program, source: str | bytes, message
             slots.append(TEMP_NAME if int(sl[f, s]) < 0 else (word or f"<slot {s}>"))
         local_names.append(tuple(slots))
         param_types.append(tuple(int(t) for t in st[f, : int(nparams[f])]))
+    pt = np.asarray(debug.print_type)
+    prints = tuple(tuple(int(t) for t in pt[f] if t >= 0) for f in range(min(n_funcs, len(pt))))
     return DebugInfo(tuple(names), tuple(fn_lines), tuple(local_names), tuple(param_types),
-                     lines, message)  # fmt: skip
+                     lines, message, print_types=prints)  # fmt: skip

@@ -62,16 +62,18 @@ def _take(cands: isa.Program, best):
 )
 def choose(source, length, params, key, n_params, reference, temperature, top_p,
            cfg: Config, k: int, nl: Limits = NEURAL_LIMITS, vl: Limits = VERIFY_LIMITS,
-           n_probes: int = 64, greedy_first: bool = True, tier=None) -> Chosen:  # fmt: skip
+           n_probes: int = 64, greedy_first: bool = True, tier=None, print_t=None) -> Chosen:  # fmt: skip
     """Sample, verify and choose, for a batch of padded sources (UInt8[B, N], N =
     nl.max_source_bytes). n_params: Int32[B, F] parameters per function (from the front
     end); reference: an isa.Program [B, ...] at nl's shape for level 3, or None (level 2);
     tier: the sampling budget (``sample.tier``), static; default the model's own.
+    print_t: Int32[B, PF, PP], the front end's print types (``debuginfo.Debug.print_type``)
+    for the typed decoding mask, or None (untyped).
     """
     ks, kp = jax.random.split(key)
     tokens, lex_err = lexer.lex(source, length, nl)
     c = S.compile(tokens, params, ks, nl, k, temperature, top_p, greedy_first, cfg=cfg,
-                  nlimits=tier)  # fmt: skip
+                  nlimits=tier, print_t=print_t)  # fmt: skip
     probes = verify.make_probes(tokens, n_params, kp, n_probes)
     if reference is None:
         v = verify.cluster(c.program, probes, vl)
@@ -136,7 +138,8 @@ class Report(NamedTuple):
 
 def compile_many(sources, limits: Limits, mode: str = "neural", k: int = 16,
                  temperature: float = 0.8, top_p: float = 0.95, seed: int = 0,
-                 weights_path: str | None = None, n_probes: int = 64, report: list | None = None):  # fmt: skip
+                 weights_path: str | None = None, n_probes: int = 64, report: list | None = None,
+                 typed: bool = True):  # fmt: skip
     """Host wrapper: (Program [B, ...] at ``limits``' shape, Error [B], debug list).
 
     mode "neural": level-2 choice; a program outside the neural bounds (its source
@@ -146,7 +149,10 @@ def compile_many(sources, limits: Limits, mode: str = "neural", k: int = 16,
     mode "hybrid": ``hybrid_compile`` (the router of ``weights/router.json`` when it
     exists, else every program is routed; level-3 verification) on the programs that
     compiled and fit the neural path, all in one sub-batch; the deterministic code wherever no candidate is verified. ``report``
-    (a list) gets ``(index, verify.reason_counts)`` for each program that was sampled."""
+    (a list) gets ``(index, verify.reason_counts)`` for each program that was sampled.
+    ``typed``: sample with the typed decoding mask (each printed value's type from the
+    front end that has just compiled the program: ``DebugInfo.print_types``); False: the
+    untyped mask."""
     from jaxcc.neural import weights
 
     cfg, params = weights.load(weights_path or weights.DEFAULT)
@@ -191,6 +197,7 @@ def compile_many(sources, limits: Limits, mode: str = "neural", k: int = 16,
                 VERIFY_LIMITS,
                 n_probes,
                 tier=_tier([data[j] for j in todo], cfg, nl),
+                print_t=_print_table([debug[j] for j in idx]) if typed else None,
             )  # fmt: skip
         )
         for r, j in enumerate(todo):
@@ -212,6 +219,17 @@ def compile_many(sources, limits: Limits, mode: str = "neural", k: int = 16,
     # the neural program's slots are numbered its own way: no local names
     debug = [d._replace(local_names=()) if used[j] else d for j, d in enumerate(debug)]
     return program, error, debug
+
+
+def _print_table(debug) -> np.ndarray:
+    """Int32[B, PF, PP]: ``Debug.print_type`` rebuilt from host DebugInfo records."""
+    from jaxcc.debuginfo import MAX_PRINTS, PRINT_FUNCS
+
+    out = np.full((len(debug), PRINT_FUNCS, MAX_PRINTS), -1, np.int32)
+    for i, d in enumerate(debug):
+        for f, ts in enumerate(d.print_types[:PRINT_FUNCS]):
+            out[i, f, : len(ts)] = ts[:MAX_PRINTS]
+    return out
 
 
 def batch_size(n: int) -> int:

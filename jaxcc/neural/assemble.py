@@ -42,7 +42,7 @@ class Assembled(NamedTuple):
 
 def context(src: Src, limits: Limits, nlimits: V.NeuralLimits):
     return G.context(src.n_lits, src.n_lines, nlimits.max_out, limits.max_code,
-                     limits.max_locals, limits.max_funcs)  # fmt: skip
+                     limits.max_locals, limits.max_funcs, src.print_t)  # fmt: skip
 
 
 def _one(tokens, lits, ctx, limits: Limits, check: bool):
@@ -114,7 +114,7 @@ def assemble(
     flat = tokens.reshape(b * k, tokens.shape[-1])
     rep = lambda x: jnp.repeat(x, k, axis=0)  # noqa: E731
     ctx = context(src, limits, nlimits)
-    ctx = jax.tree.map(lambda x: rep(jnp.broadcast_to(x, (b,))), ctx)
+    ctx = jax.tree.map(rep, G.broadcast(ctx, b))
     prog, ok = jax.vmap(lambda t, lit, c: _one(t, lit, c, limits, check))(flat, rep(src.lits), ctx)
     prog = jax.tree.map(lambda x: x.reshape(*lead, *x.shape[1:]), prog)
     return Assembled(prog, ok.reshape(lead))
@@ -129,8 +129,8 @@ def masks(tokens, src: Src, limits: Limits, nlimits: V.NeuralLimits = V.NEURAL_D
     b = src.n.shape[0]
     k = int(jnp.size(tokens)) // (b * tokens.shape[-1])
     flat = tokens.reshape(b * k, tokens.shape[-1])
-    ctx = jax.tree.map(lambda x: jnp.repeat(jnp.broadcast_to(x, (b,)), k, axis=0),
-                       context(src, limits, nlimits))  # fmt: skip
+    ctx = jax.tree.map(lambda x: jnp.repeat(x, k, axis=0),
+                       G.broadcast(context(src, limits, nlimits), b))  # fmt: skip
 
     def one(toks, c):
         def body(s, tok):

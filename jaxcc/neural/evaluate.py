@@ -21,6 +21,7 @@ Results go to ``DIR/eval.json`` (summary) and ``DIR/programs.jsonl``-like arrays
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import time
@@ -31,6 +32,7 @@ import numpy as np
 from jaxcc import isa, lexer
 from jaxcc.neural import api, router, verify
 from jaxcc.neural import sample as S
+from jaxcc.neural.inputs import print_types
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -63,10 +65,11 @@ def reference_programs(sources, nl):
     return stacked, np.array(ok)
 
 
-def judge(sources, cfg, params, key, k, temperature, greedy_first, n_probes, nl, vl, batch=64):
+def judge(sources, cfg, params, key, k, temperature, greedy_first, n_probes, nl, vl, batch=64,
+          typed=True):  # fmt: skip
     """Bool[len, k]: which of k samples per source behave as the reference; and timing.
     Each batch samples at the smallest budget that holds its longest source
-    (``sample.tier``)."""
+    (``sample.tier``). ``typed``: ``judged``'s."""
     ref, ok = reference_programs(sources, nl)
     n_src = S.n_source_tokens(sources, nl)
     out = np.zeros((len(sources), k), bool)
@@ -79,8 +82,11 @@ def judge(sources, cfg, params, key, k, temperature, greedy_first, n_probes, nl,
         r = jax.tree.map(lambda x, sel=sel: x[sel], ref)
         tier = S.tier(int(n_src[idx].max()), cfg)
         t0 = time.time()
+        # the front end's print types in a jit of their own: one compile per batch shape,
+        # not one per sampling tier
+        pt = _print_types_jit(src, length, nl) if typed else None
         v = _judge_jit(src, length, params, jax.random.fold_in(key, i), r, temperature, cfg, k,
-                       greedy_first, n_probes, nl, vl, tier)  # fmt: skip
+                       greedy_first, n_probes, nl, vl, tier, print_t=pt)  # fmt: skip
         acc = np.asarray(jax.device_get(v))
         t_sample += time.time() - t0
         out[idx] = acc[: len(idx)] & ok[idx, None]
@@ -93,27 +99,43 @@ def _noop(x):
 
 
 def judged(src, length, params, key, ref, temperature, cfg, k, greedy_first, n_probes, nl, vl,
-           tier=None, span_decode=None):  # fmt: skip
+           tier=None, span_decode=None, typed=True, print_t=None):  # fmt: skip
     """(Candidates, Bool[B, k] accepted): k samples per source (top-p off), each judged
-    against ``ref`` on the module body and ``n_probes`` inputs per function."""
+    against ``ref`` on the module body and ``n_probes`` inputs per function. ``typed``
+    (static): sample with the typed decoding mask (the front end's print types, as
+    ``compile_many`` and ``hybrid_compile`` do: ``print_t``, or computed here from the
+    tokens when None); False: the untyped mask."""
     ks, kp = jax.random.split(key)
-    tokens, _ = lexer.lex(src, length, nl)
+    tokens, lex_error = lexer.lex(src, length, nl)
+    pt = (
+        None
+        if not typed
+        else print_t
+        if print_t is not None
+        else print_types(tokens, nl, lex_error)
+    )
     c = S.compile(tokens, params, ks, nl, k, temperature, 1.0, greedy_first, cfg=cfg,
-                  nlimits=tier, span_decode=span_decode)  # fmt: skip
+                  nlimits=tier, span_decode=span_decode, print_t=pt)  # fmt: skip
     probes = verify.make_probes(tokens, ref.fn_nparams, kp, n_probes)
     v = verify.verify_against(c.program, ref, probes, vl)
     return c, v.accepted & c.ok
 
 
 def _judge_impl(src, length, params, key, ref, temperature, cfg, k, greedy_first, n_probes, nl, vl,
-                tier=None):  # fmt: skip
+                tier=None, print_t=None):  # fmt: skip
     return judged(src, length, params, key, ref, temperature, cfg, k, greedy_first, n_probes, nl,
-                  vl, tier)[1]  # fmt: skip
+                  vl, tier, typed=print_t is not None, print_t=print_t)[1]  # fmt: skip
 
 
 _judge_jit = jax.jit(
     _judge_impl, static_argnames=("cfg", "k", "greedy_first", "n_probes", "nl", "vl", "tier")
 )
+
+
+@functools.partial(jax.jit, static_argnames=("limits",))
+def _print_types_jit(src, length, limits):
+    tokens, lex_error = lexer.lex(src, length, limits)
+    return print_types(tokens, limits, lex_error)
 
 
 def throughput(cfg, params, sources, nl, ks=(16, 256, 1000), budget_s: float = 60.0,
@@ -238,6 +260,9 @@ def main(argv=None) -> int:
     p.add_argument("--levels", default="0,1,2,3,4", help="4: textbook-style (corpus.TEXTBOOK)")
     p.add_argument("--handwritten", default="tests/neural_holdout")
     p.add_argument("--throughput", action="store_true")
+    p.add_argument("--untyped", action="store_true",
+                   help="sample with the untyped mask (no print types from the front end; "
+                   "how stages 4-9 were evaluated)")  # fmt: skip
     p.add_argument("--batch", type=int, default=64,
                    help="programs per judging call (x k samples: 16 fits a 24 GB CPU)")  # fmt: skip
     p.add_argument("--chunk", type=int, default=None,
@@ -260,13 +285,16 @@ def main(argv=None) -> int:
     summary = {"device": jax.devices()[0].device_kind, "weights": ns.weights,
                "weights_info": {k: v for k, v in weights.info(ns.weights).items() if k != "history"},
                "k": ns.k, "temperature": ns.temperature, "probes": ns.probes,
-               "textbook_version": textbook.VERSION, "levels": {}}  # fmt: skip
+               "textbook_version": textbook.VERSION, "typed_mask": not ns.untyped,
+               "levels": {}}  # fmt: skip
     rows = []
     for level in [int(x) for x in ns.levels.split(",") if x]:
         srcs = heldout_sources(level, ns.n)
-        greedy, ok, tg = judge(srcs, cfg, params, key, 1, 0.0, True, ns.probes, nl, vl, ns.batch)
+        typed = not ns.untyped
+        greedy, ok, tg = judge(srcs, cfg, params, key, 1, 0.0, True, ns.probes, nl, vl, ns.batch,
+                               typed)  # fmt: skip
         samp, _, ts = judge(
-            srcs, cfg, params, key, ns.k, ns.temperature, False, ns.probes, nl, vl, ns.batch
+            srcs, cfg, params, key, ns.k, ns.temperature, False, ns.probes, nl, vl, ns.batch, typed
         )
         c = samp.sum(axis=1)
         live = ok
@@ -296,7 +324,8 @@ def main(argv=None) -> int:
                 if f.endswith(".py") and os.path.exists(os.path.join(d, f[:-3] + ".out")):
                     hand.append(os.path.join(d, f))
     if hand:
-        summary["handwritten"] = handwritten(hand, weights_path=ns.weights, chunk=ns.chunk)
+        summary["handwritten"] = handwritten(hand, weights_path=ns.weights, chunk=ns.chunk,
+                                             typed=not ns.untyped)  # fmt: skip
         print(
             "handwritten",
             summary["handwritten"]["correct"],
@@ -334,16 +363,18 @@ def expected_outcome(path: str) -> tuple[str, str | None]:
     return want, (last.split(":")[0].strip() or None) if py.returncode else None
 
 
-def handwritten(paths, k: int = 16, weights_path: str | None = None, chunk: int | None = None):
+def handwritten(paths, k: int = 16, weights_path: str | None = None, chunk: int | None = None,
+                typed: bool = True):  # fmt: skip
     """Compile each file with the neural path alone (as ``jaxcc run --compiler neural``
     does, with the weights at ``weights_path``, default the shipped ones), run it, and
     compare what it prints and the error it ends with (none, a run-time error, or the
     front end's compile-time error, which the model is never asked about) with
     ``expected_outcome``. ``chunk``: compile that many files per call (memory: all 83
-    at once needed 21 GB on the CPU); None: all in one call."""
+    at once needed 21 GB on the CPU); None: all in one call. ``typed``: compile_many's."""
     if chunk and len(paths) > chunk:
         parts = [
-            handwritten(paths[i : i + chunk], k, weights_path) for i in range(0, len(paths), chunk)
+            handwritten(paths[i : i + chunk], k, weights_path, typed=typed)
+            for i in range(0, len(paths), chunk)
         ]
         files = [f for part in parts for f in part["files"]]
         return {"k": k, "total": len(files), "correct": sum(f["ok"] for f in files), "files": files}
@@ -354,7 +385,8 @@ def handwritten(paths, k: int = 16, weights_path: str | None = None, chunk: int 
     sources = [open(p).read() for p in paths]
     lim = CLI._replace(max_stack=4096, max_depth=200, max_output=4096, max_steps=5_000_000,
                        max_code=4096, max_source_bytes=8192, max_tokens=4096, max_nodes=4096)  # fmt: skip
-    prog, err, _ = api.compile_many(sources, lim, mode="neural", k=k, weights_path=weights_path)
+    prog, err, _ = api.compile_many(sources, lim, mode="neural", k=k, weights_path=weights_path,
+                                    typed=typed)  # fmt: skip
     res = jax.device_get(vm.run(prog, lim))
     per = []
     for i, pth in enumerate(paths):

@@ -20,6 +20,10 @@ from an untrained model and runs them in the VM):
   into a label (``lab_depth``). Code after an unconditional transfer is *dead* until a
   label that a reachable jump references; dead code is unconstrained (it never runs)
   but a reachable jump may not target a label defined in dead code;
+* where the front end's types are given (``Context.print_t``, from
+  ``debuginfo.Debug.print_type``): the j-th PRINT_* instruction of function f is
+  PRINT_BOOL if f's j-th printed value is typed bool, else PRINT_INT (the typed mask;
+  the sampler gives the allowed one the probability of both, ``fold_prints``);
 * the sequence ends (EOS) within ``max_out`` tokens and ``max_code`` instructions: when
   the remaining budget only just covers the shortest way to finish (``_closing_cost``),
   the mask allows only the tokens of that way (return from the current function,
@@ -41,6 +45,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxcc import isa
+from jaxcc.debuginfo import MAX_PRINTS
 from jaxcc.isa import ArgKind, Op
 from jaxcc.neural import vocab as V
 
@@ -91,6 +96,7 @@ class Context(NamedTuple):
     max_code: object  # Int32[]  instructions allowed
     max_locals: object  # Int32[]  slots per function
     max_funcs: object  # Int32[]  functions (module body included), <= MAX_FUNCS
+    print_t: object  # Int32[MAX_FUNCS, MAX_PRINTS]  isa.T_* of each printed value (-1: unknown)
 
 
 class State(NamedTuple):
@@ -117,12 +123,32 @@ class State(NamedTuple):
     n_slots: object  # parameters + named locals of this body
     uses_temp: object  # Bool[]
     line: object  # line of the next instruction (0 before the first LN)
+    n_print: object  # PRINT_* instructions of this body so far
 
 
-def context(n_lits, n_lines, max_out, max_code, max_locals, max_funcs) -> Context:
+def context(n_lits, n_lines, max_out, max_code, max_locals, max_funcs, print_t=None) -> Context:
+    """The Context of one sequence, or of a batch when the scalars have a leading axis
+    (``print_t``: Int32[..., PF, PP] from ``Debug.print_type``, cut or padded with -1 to
+    [MAX_FUNCS, MAX_PRINTS]; None: no typed mask)."""
     i = lambda x: jnp.asarray(x, jnp.int32)  # noqa: E731
+    lead = jnp.shape(n_lits)
+    if print_t is None:
+        pt = jnp.full((*lead, MAX_FUNCS, MAX_PRINTS), -1, jnp.int32)
+    else:
+        pt = i(print_t)[..., :MAX_FUNCS, :MAX_PRINTS]
+        pad = [(0, 0)] * (pt.ndim - 2) + [
+            (0, MAX_FUNCS - pt.shape[-2]),
+            (0, MAX_PRINTS - pt.shape[-1]),
+        ]
+        pt = jnp.pad(pt, pad, constant_values=-1)
     return Context(i(n_lits), i(n_lines), i(max_out), i(max_code), i(max_locals),
-                   jnp.minimum(i(max_funcs), MAX_FUNCS))  # fmt: skip
+                   jnp.minimum(i(max_funcs), MAX_FUNCS), pt)  # fmt: skip
+
+
+def broadcast(c: Context, b: int) -> Context:
+    """A Context for b sequences: each field given a leading axis b (broadcast)."""
+    return Context(*(jnp.broadcast_to(x, (b,) + (x.shape[-2:] if f == "print_t" else ()))
+                     for f, x in zip(Context._fields, c, strict=True)))  # fmt: skip
 
 
 def init() -> State:
@@ -136,7 +162,7 @@ def init() -> State:
         max_depth=z, lab_state=jnp.zeros(V.N_LABELS, jnp.int32),
         lab_depth=jnp.full(V.N_LABELS, -1, jnp.int32), n_lab=z,
         slot_of=jnp.full(V.N_VARS, -1, jnp.int32), n_slots=z, uses_temp=jnp.bool_(False),
-        line=z,
+        line=z, n_print=z,
     )  # fmt: skip
 
 
@@ -256,6 +282,9 @@ def allowed(s: State, c: Context):
     arg_ok &= jnp.where(kind == ArgKind.FUNC, jnp.any(_call_ok(s)), True)
     arg_ok &= jnp.where(kind == ArgKind.DEPTH, s.dead | (d >= 1), True)
     op_ok = jnp.asarray(_ALLOWED_OPS) & arg_ok & (s.dead | reach_ok)
+    pt = _print_type(s, c)
+    op_ok &= jnp.where(ops == Op.PRINT_INT, pt != isa.T_BOOL, True)
+    op_ok &= jnp.where(ops == Op.PRINT_BOOL, (pt < 0) | (pt == isa.T_BOOL), True)
     op_ok &= s.n_instr < c.max_code
     forced_op = jnp.where(d >= 1, Op.RETURN_VALUE, Op.LOAD_CONST)
     op_ok = jnp.where(close, (ops == forced_op) & ~s.dead, op_ok)
@@ -308,6 +337,28 @@ def allowed(s: State, c: Context):
     )  # fmt: skip
 
 
+def _print_type(s: State, c: Context):
+    """isa.T_* of the next printed value of this body (-1: not known)."""
+    f = jnp.clip(s.fn, 0, MAX_FUNCS - 1)
+    j = jnp.clip(s.n_print, 0, MAX_PRINTS - 1)
+    return jnp.where(s.n_print < MAX_PRINTS, c.print_t[f, j], -1)
+
+
+_PI, _PB = V.op_tok(Op.PRINT_INT), V.op_tok(Op.PRINT_BOOL)
+
+
+def fold_prints(logits, mask):
+    """Logits where the typed mask allows one print opcode of the two: that one gets the
+    probability the model gave both (log-sum-exp), so the model decides *whether* to
+    print and the front end's type decides *how*. Without a typed mask both or neither
+    is allowed (they need the same operands) and nothing changes. Any leading axes."""
+    one = mask[..., _PI] != mask[..., _PB]
+    both = jnp.logaddexp(logits[..., _PI], logits[..., _PB])
+    li = jnp.where(one & mask[..., _PI], both, logits[..., _PI])
+    lb = jnp.where(one & mask[..., _PB], both, logits[..., _PB])
+    return logits.at[..., _PI].set(li).at[..., _PB].set(lb)
+
+
 def _start_body(s: State, fn) -> State:
     """Reset the per-body state for body ``fn`` (its parameters take slots 0..np-1)."""
     f = jnp.clip(fn - 1, 0, MAX_DECLS - 1)
@@ -320,7 +371,7 @@ def _start_body(s: State, fn) -> State:
         max_depth=jnp.int32(0), lab_state=jnp.zeros(V.N_LABELS, jnp.int32),
         lab_depth=jnp.full(V.N_LABELS, -1, jnp.int32), n_lab=jnp.int32(0), slot_of=slot_of,
         n_slots=jnp.where(fn > 0, s.decl_np[f], 0).astype(jnp.int32),
-        uses_temp=jnp.bool_(False), line=jnp.int32(0),
+        uses_temp=jnp.bool_(False), line=jnp.int32(0), n_print=jnp.int32(0),
     )  # fmt: skip
 
 
@@ -430,6 +481,7 @@ def step(s: State, tok, c: Context, lits=None):
         lab_state=lab_state, lab_depth=lab_depth, n_lab=n_lab, slot_of=slot_of,
         n_slots=s.n_slots + new_slot.astype(jnp.int32),
         uses_temp=s.uses_temp | ((ak == ArgKind.SLOT) & (tok == V.TEMP)),
+        n_print=s.n_print + ((cop == Op.PRINT_INT) | (cop == Op.PRINT_BOOL)).astype(jnp.int32),
     )  # fmt: skip
     em_ins = em._replace(ins=s.n_instr, op=cop, arg=argval,
                          arg_label=jnp.where(is_t, labj, -1).astype(jnp.int32),

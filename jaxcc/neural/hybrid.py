@@ -198,19 +198,21 @@ def _slots(routed, m: int):
 
 
 def sample_each(tokens, params, keys, k: int, nl: Limits, temperature, top_p,
-                greedy_first: bool, cfg: Config, tier=None):  # fmt: skip
+                greedy_first: bool, cfg: Config, tier=None, print_t=None):  # fmt: skip
     """k candidates per program: ``sample.compile`` on each program (Tokens [m, T]) with
     its own key (keys: [m]), vmapped over programs, so a program's candidates do not
     depend on its position in the batch. Returns (program [m, k, ...], ok Bool[m, k],
-    bound Int32[m]). tier: the sampling budget (``sample.tier``; default the model's)."""
+    bound Int32[m]). tier: the sampling budget (``sample.tier``; default the model's).
+    print_t: Int32[m, PF, PP], the typed mask's print types, or None (untyped)."""
 
-    def one(tok, key):
+    def one(tok, key, pt):
         tok1 = jax.tree.map(lambda x: x[None], tok)
+        pt1 = None if pt is None else pt[None]
         c = S.compile(tok1, params, key, nl, k, temperature, top_p, greedy_first, cfg=cfg,
-                      nlimits=tier)  # fmt: skip
+                      nlimits=tier, print_t=pt1)  # fmt: skip
         return jax.tree.map(lambda x: x[0], (c.program, c.ok, c.bound))
 
-    return jax.vmap(one)(tokens, keys)
+    return jax.vmap(one)(tokens, keys, print_t)
 
 
 @functools.partial(
@@ -227,13 +229,15 @@ def sample_each(tokens, params, keys, k: int, nl: Limits, temperature, top_p,
         "shrink",
         "propose",
         "tier",
+        "typed",
     ),
 )
 def hybrid_compile(source, length, params, router_params, threshold, key,
                    limits: Limits = NEURAL_LIMITS, temperature=0.8, top_p=0.95, *,
                    cfg: Config, k: int = 16, m: int = 16, nl: Limits = NEURAL_LIMITS,
                    vl: Limits = VERIFY_LIMITS, n_probes: int = 64, greedy_first: bool = True,
-                   shrink: int | None = None, propose=None, tier=None) -> Hybrid:  # fmt: skip
+                   shrink: int | None = None, propose=None, tier=None,
+                   typed: bool = True) -> Hybrid:  # fmt: skip
     """Paper Algorithm 3 for a batch, on the device, in one jit (composable in yours).
 
     source: UInt8[B, N] padded sources (N = limits.max_source_bytes), length: Int32[B]
@@ -255,7 +259,8 @@ def hybrid_compile(source, length, params, router_params, threshold, key,
     deterministic code and mutations of it this way. tier: the model's source/output
     token budget (``sample.tier(n, cfg)`` for sources of at most n tokens; default the
     model's own): a shorter one makes sampling several times cheaper, and a source over
-    it gets no candidate (FALLBACK).
+    it gets no candidate (FALLBACK). typed: sample with the typed decoding mask (the
+    deterministic front end's type of each printed value, ``Debug.print_type``).
 
     Returns ``Hybrid`` (see the module docstring for what is computed). Cost: the
     deterministic compiler on B programs plus k samples and k * (1 + (F - 1) * n_probes)
@@ -266,7 +271,7 @@ def hybrid_compile(source, length, params, router_params, threshold, key,
     # 1. the deterministic compiler (compiler.compile_arrays, keeping the tokens)
     tokens, lex_error = lexer.lex(source, length, limits)
     ast, parse_error = parser.parse(tokens, limits, lex_error=lex_error)
-    det, error = middle.middle_end(ast, tokens, limits, parse_error)
+    det, error, debug = middle.middle_end_debug(ast, tokens, limits, parse_error)
     n_i, n_f = limits.max_code, limits.max_funcs
     n_fp = min(n_f, nl.max_funcs)  # functions the verifier probes
 
@@ -289,9 +294,11 @@ def hybrid_compile(source, length, params, router_params, threshold, key,
     # 4. k candidates each, level-3 verification against the deterministic code
     ks = jax.vmap(lambda kk: jax.random.split(kk))(sub_keys)  # [m, 2] keys
     if propose is None:
+        print_t = debug.print_type[rows] if typed else None
         cands, ok, bound = sample_each(
-            sub_tokens, params, ks[:, 0], k, nl, temperature, top_p, greedy_first, cfg, tier
-        )
+            sub_tokens, params, ks[:, 0], k, nl, temperature, top_p, greedy_first, cfg, tier,
+            print_t,
+        )  # fmt: skip
     else:
         cands, ok, bound = propose(params, sub_tokens, ref, ks[:, 0])
         if cands.op.shape[:2] != (m, k):

@@ -131,7 +131,7 @@ def sample(graphdef, params, src: Src, key, k: int, limits: Limits, temperature=
     )
     cache = Cache(src_k, src_v, valid, jnp.zeros(shape, dt), jnp.zeros(shape, dt))
     ctx = context(src, limits, nl)
-    ctx = jax.tree.map(lambda x: jnp.broadcast_to(x, (b,)), ctx)
+    ctx = G.broadcast(ctx, b)
     gs = jax.vmap(jax.vmap(lambda _: G.init()))(jnp.zeros((b, k)))
     keys = jax.vmap(lambda i: jax.vmap(lambda j: jax.random.fold_in(jax.random.fold_in(key, i), j))(
         jnp.arange(k)))(jnp.arange(b))  # fmt: skip
@@ -158,7 +158,7 @@ def sample(graphdef, params, src: Src, key, k: int, limits: Limits, temperature=
         rows = c.tok.shape[0]
         logits, cache = model.decode(c.cache, c.tok, c.t, table, cpu, span)
         mask = allowed(c.gs, ctx)
-        logits = jnp.where(mask, logits, -jnp.inf)
+        logits = jnp.where(mask, G.fold_prints(logits, mask), -jnp.inf)
         logz = jax.nn.log_softmax(logits, axis=-1)
         scaled = _nucleus(logits / jnp.maximum(temp, 1e-6), jnp.broadcast_to(top_p, (rows, k)))
         step_keys = jax.vmap(jax.vmap(lambda kk: jax.random.fold_in(kk, c.t)))(keys)
@@ -246,7 +246,7 @@ def _in_groups(c, rows: int, run, ctx, keys, greedy):
 def compile(tokens, params, key, limits: Limits | None = None, k: int = 16,  # noqa: A001
             temperature=0.8, top_p=0.95, greedy_first: bool = True,
             cfg: Config | None = None, nlimits: V.NeuralLimits | None = None,
-            span_decode: bool | None = None) -> Candidates:  # fmt: skip
+            span_decode: bool | None = None, print_t=None) -> Candidates:  # fmt: skip
     """k candidate programs per source: ``jaxcc.tokens.Tokens`` (batched) to Program
     arrays shaped [B, k, ...]; reshape to [B * k, ...] for ``vm.run`` (candidate j of
     program b is row b * k + j). ``params``: the model's parameters (``weights.load``),
@@ -254,13 +254,16 @@ def compile(tokens, params, key, limits: Limits | None = None, k: int = 16,  # n
     token budget of this call (default the model's; ``tier(...)`` picks a smaller one for
     short sources, which makes sampling several times cheaper). Jit-composable: k,
     limits, cfg and nlimits are static. Candidates of a source outside the neural bounds
-    (or longer than nlimits.max_src) are marked not ok. ``span_decode``: ``sample``'s."""
+    (or longer than nlimits.max_src) are marked not ok. ``span_decode``: ``sample``'s.
+    ``print_t``: Int32[B, PF, PP], the front end's type of each printed value
+    (``debuginfo.Debug.print_type``, ``inputs.print_types``): the typed decoding mask
+    (``grammar``); None: the untyped mask."""
     from jaxcc.limits import DEFAULT
 
     limits = limits or DEFAULT
     cfg = cfg or Config()
     nl = nlimits or cfg.nlimits
-    src = source_features(tokens, nl)
+    src = source_features(tokens, nl)._replace(print_t=print_t)
     smp = sample(graphdef(cfg), params, src, key, k, limits, temperature, top_p, greedy_first,
                  nlimits=nl, span_decode=span_decode)  # fmt: skip
     asm = assemble(smp.tokens, src, limits, nl)

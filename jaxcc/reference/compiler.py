@@ -69,7 +69,7 @@ from typing import NamedTuple
 import numpy as np
 
 from jaxcc import isa, ops
-from jaxcc.debuginfo import TEMP_NAME, DebugInfo
+from jaxcc.debuginfo import MAX_PRINTS, PRINT_FUNCS, TEMP_NAME, DebugInfo
 from jaxcc.errors import (
     SYNTAX_MESSAGES,
     Code,
@@ -1178,8 +1178,32 @@ def compile_source(source: str | bytes, limits: Limits = DEFAULT) -> Compiled:
         param_types=tuple(tuple(types.var[f.id][p] for p in f.params) for f in fns),
         source_lines=lines,
         message="",
+        print_types=_print_types(fns, scopes, types),
     )
     return Compiled(prog, Error(int(Code.OK), 0, 0, 0), dbg)
+
+
+def _print_types(fns, scopes: Scopes, types: Types) -> tuple:
+    """DebugInfo.print_types: per function (the first PRINT_FUNCS), the type of each
+    value it prints (the first MAX_PRINTS), in the order the code prints them: an
+    argument of print after everything inside it (post-order), arguments in order."""
+    out = []
+    for f in fns[:PRINT_FUNCS]:
+        got: list[int] = []
+
+        def visit(node, printed: bool, got=got) -> None:
+            is_print = isinstance(node, ast.Call) and scopes.callee.get(id(node)) == "print"
+            for c in ast.iter_child_nodes(node):
+                if not isinstance(c, ast.FunctionDef):
+                    visit(c, is_print and c in node.args)
+            if printed:
+                got.append(T_BOOL if types.expr[id(node)] == T_BOOL else T_INT)
+
+        for stmt in f.body:
+            if not isinstance(stmt, ast.FunctionDef):
+                visit(stmt, False)
+        out.append(tuple(got[:MAX_PRINTS]))
+    return tuple(out)
 
 
 def compile_many(sources, limits: Limits = DEFAULT):
