@@ -186,7 +186,8 @@ def _add_backend_options(p: argparse.ArgumentParser) -> None:
         default=DEFAULT_COMPILER,
         metavar="NAME",
         help="compiler implementation: 'python' (the host reference compiler), 'jax' "
-        "(the JAX compiler), 'neural' (the shipped transformer: K "
+        "(the JAX compiler), 'neural' (the shipped transformer, after the JAX front end "
+        "has checked the program and typed its printed values: K "
         "candidates per program, the one whose behaviour most candidates share is kept; "
         "no test decides it, so it can be wrong: docs/neural.md) or 'hybrid' (a router "
         "sends simple programs to the neural compiler, whose candidates must behave "
