@@ -22,12 +22,13 @@ Layout of ``Debug`` (F = limits.max_funcs, L = limits.max_locals; padding -1 / 0
                               DebugInfo.param_types)
     error_args Int32[B, 3]    a type conflict's message parameters: (site, the first type,
                               this type), typecheck.TYPE_SITE and isa.T_*; zeros otherwise
-    print_type Int32[B, PF, PP] isa.T_BOOL or isa.T_INT of each printed value (argument of
-                              ``print``) of each of the first PF = min(F, PRINT_FUNCS)
-                              functions, in source order, which is the order of the
-                              PRINT_* instructions in the function's code; -1 beyond
-                              (PP = MAX_PRINTS; later ones are not recorded). What the
-                              neural compiler's typed decoding mask reads (docs/neural.md)
+    print_items Int32[B, PF, PP] the print items of each of the first PF = min(F,
+                              PRINT_FUNCS) functions in code order, one per PRINT_*
+                              instruction: isa.T_BOOL / T_INT for a printed value (an
+                              argument of ``print``; bool-typed / any other type),
+                              ITEM_NEWLINE for the end of a print call, then ITEM_END;
+                              -1 beyond PP = MAX_PRINTS (not recorded). What the neural
+                              compiler's typed decoding mask reads (docs/neural.md)
 
 A program with a compile error has padding everywhere but ``error_args``.
 """
@@ -47,8 +48,10 @@ from jaxcc.syntax import Node
 from jaxcc.typecheck import mask_to_type
 
 TEMP_NAME = "$cmp"  # the hidden temporary's name (chained comparisons keep a value there)
-PRINT_FUNCS = 16  # functions whose printed values' types Debug.print_type records
-MAX_PRINTS = 32  # printed values per function that it records
+PRINT_FUNCS = 16  # functions whose print items Debug.print_items records
+MAX_PRINTS = 64  # print items per function that it records
+ITEM_NEWLINE = 3  # a print item: the end of a print call (isa.T_INT / T_BOOL: a value)
+ITEM_END = -2  # after a function's last print item (-1: not recorded)
 
 
 class Debug(NamedTuple):
@@ -60,7 +63,7 @@ class Debug(NamedTuple):
     slot_col: object  # Int32[Array, "B F L"]
     slot_type: object  # Int32[Array, "B F L"]
     error_args: object  # Int32[Array, "B 3"]
-    print_type: object  # Int32[Array, "B PF PP"]
+    print_items: object  # Int32[Array, "B PF PP"]
 
 
 class DebugInfo(NamedTuple):
@@ -76,7 +79,8 @@ class DebugInfo(NamedTuple):
     source_lines: tuple  # tuple[str]  the source split into lines
     message: str  # the full error message when the compiler words it itself, else ''
     error_args: tuple = ()  # (site, first type, this type) of a type conflict, if known
-    print_types: tuple = ()  # tuple[tuple[int]]  isa.T_* of each printed value, per function
+    # per function, its print items (Debug.print_items without ITEM_END and padding)
+    print_items: tuple = ()  # tuple[tuple[int]]
 
 
 def source_text(source: str | bytes) -> str:
@@ -103,17 +107,19 @@ def empty(limits) -> Debug:
                  jnp.zeros((F, L), jnp.int32), jnp.zeros((3,), jnp.int32), p)  # fmt: skip
 
 
-def print_types(ast, sc, ty, n_funcs: int):
-    """Int32[min(n_funcs, PRINT_FUNCS), MAX_PRINTS]: the static type of each printed value
-    of each function of ONE program, in source order (``Debug.print_type``). The code
-    generator prints a value typed bool with PRINT_BOOL and any other with PRINT_INT, one
-    instruction per argument in argument order, and lays statements out in source order,
-    so entry j of function f is the type of f's j-th PRINT_* instruction. Sequential
-    equivalent::
+def print_items(ast, sc, ty, n_funcs: int):
+    """Int32[min(n_funcs, PRINT_FUNCS), MAX_PRINTS]: the print items of each function of ONE
+    program in code order (``Debug.print_items``): isa.T_BOOL / T_INT for a printed value
+    (bool-typed / any other), ITEM_NEWLINE for the end of a print call, ITEM_END after the
+    function's last item, -1 beyond MAX_PRINTS. The code generator evaluates a call's
+    arguments, prints each (PRINT_BOOL for a bool, PRINT_INT otherwise) in argument order,
+    then PRINT_NEWLINE, and lays statements out in source order, so item j of function f
+    says what f's j-th PRINT_* instruction is. Sequential equivalent::
 
         for node in post-order (children before parents, siblings in source order):
-            if node is an argument of a call of the builtin print, in function f:
-                out[f][count[f]] = T_BOOL if type(node) is bool else T_INT; count[f] += 1
+            if node is a call of the builtin print, in function f: out[f].append(ITEM_NEWLINE)
+            if node is an argument of such a call: out[f].append(T_BOOL if bool else T_INT)
+        then ITEM_END after each function's last item (where it fits)
     """
     from jaxcc.resolve import B_PRINT
     from jaxcc.typecheck import M_BOOL
@@ -124,14 +130,21 @@ def print_types(ast, sc, ty, n_funcs: int):
     live = (idx < ast.n_nodes) & (sc.fn >= 0)
     par = jnp.clip(ast.parent, 0, n - 1)
     arg = live & (ast.parent >= 0) & (ast.kind[par] == Node.CALL) & (sc.builtin[par] == B_PRINT)
-    fn = jnp.where(arg, sc.fn, F)
-    # rank among the printed values of the same function (a cumulative count per function)
-    onehot = (fn[:, None] == jnp.arange(F, dtype=I32)[None, :]).astype(I32)
-    rank = jnp.take_along_axis(jnp.cumsum(onehot, axis=0), jnp.clip(fn, 0, F - 1)[:, None],
-                               axis=1)[:, 0] - 1  # fmt: skip
-    key = jnp.where(arg & (fn < F) & (rank < P), fn * P + rank, F * P)
+    call = live & (ast.kind == Node.CALL) & (sc.builtin == B_PRINT)
+    cnt = call.astype(I32) + arg.astype(I32)  # a node's items: its newline, then its value
+    fn = jnp.where(cnt > 0, sc.fn, F)
+    # each node's first item: an exclusive running count of items per function
+    per_fn = (fn[:, None] == jnp.arange(F, dtype=I32)[None, :]).astype(I32) * cnt[:, None]
+    incl = jnp.cumsum(per_fn, axis=0)
+    first = jnp.take_along_axis(incl, jnp.clip(fn, 0, F - 1)[:, None], axis=1)[:, 0] - cnt
+    at = lambda ok, r: jnp.where(ok & (fn < F) & (r < P), fn * P + r, F * P)  # noqa: E731
+    total = incl[-1]  # Int32[F]
+    ends = jnp.where(total < P, jnp.arange(F, dtype=I32) * P + total, F * P)
     t = jnp.where(ty.t == M_BOOL, isa.T_BOOL, isa.T_INT).astype(I32)
-    return jnp.full((F * P + 1,), -1, I32).at[key].set(t)[: F * P].reshape(F, P)
+    out = jnp.full((F * P + 1,), -1, I32).at[ends].set(ITEM_END)
+    out = out.at[at(call, first)].set(ITEM_NEWLINE)
+    out = out.at[at(arg, first + call.astype(I32))].set(t)
+    return out[: F * P].reshape(F, P)
 
 
 def debug_arrays(ast, sc, ty, limits) -> Debug:
@@ -177,7 +190,7 @@ def debug_arrays(ast, sc, ty, limits) -> Debug:
     slot_type = jnp.zeros((F * L + 1,), I32).at[tkey].set(mask_to_type(ty.var))[: F * L]
     args = ty.err_args if ty.err_args is not None else jnp.zeros((3,), I32)
     return Debug(fn_line, fn_col, slot_line, slot_col, slot_type.reshape(F, L), args,
-                 print_types(ast, sc, ty, F))  # fmt: skip
+                 print_items(ast, sc, ty, F))  # fmt: skip
 
 
 # -- on the host ------------------------------------------------------------------------
@@ -220,7 +233,7 @@ def from_arrays(debug: Debug, program: isa.Program, source: str | bytes, message
             slots.append(TEMP_NAME if int(sl[f, s]) < 0 else (word or f"<slot {s}>"))
         local_names.append(tuple(slots))
         param_types.append(tuple(int(t) for t in st[f, : int(nparams[f])]))
-    pt = np.asarray(debug.print_type)
+    pt = np.asarray(debug.print_items)
     prints = tuple(tuple(int(t) for t in pt[f] if t >= 0) for f in range(min(n_funcs, len(pt))))
     return DebugInfo(tuple(names), tuple(fn_lines), tuple(local_names), tuple(param_types),
-                     lines, message, print_types=prints)  # fmt: skip
+                     lines, message, print_items=prints)  # fmt: skip

@@ -78,7 +78,7 @@ def test_debug_info_equal(both):
     for i, s in enumerate(srcs):
         assert (int(ej.code[i]) == 0) == (int(er.code[i]) == 0) or _not_utf8(s), s
         assert dj[i][:5] == dr[i][:5], s  # all but the message (the reference's own words)
-        assert dj[i].print_types == dr[i].print_types, s
+        assert dj[i].print_items == dr[i].print_items, s
         n_compiled += int(ej.code[i]) == 0
     assert n_compiled >= 50
 

@@ -1,11 +1,13 @@
-"""The typed decoding mask (docs/neural.md section 3): the front end's type of each
-printed value (``debuginfo.Debug.print_type``) decides PRINT_INT against PRINT_BOOL.
+"""The typed decoding mask (docs/neural.md section 3): the front end's print items
+(``debuginfo.Debug.print_items``: each printed value's type, each print call's end)
+decide every PRINT_INT, PRINT_BOOL and PRINT_NEWLINE.
 
-* the types agree with the pure-Python reference compiler's code (its PRINT_* opcodes,
-  in order, per function) on generated programs and the examples;
+* the items agree with the pure-Python reference compiler's code (its PRINT_* opcodes,
+  in order, per function) on generated programs and the examples, and with its own
+  DebugInfo (tests/test_debuginfo.py);
 * the mask never excludes the labeller's sequence (the right answer) and does exclude
-  it when the types are flipped (so the check can fail);
-* an untrained model sampled at high temperature follows any given types, and its
+  it when the types are flipped or the items cut short (so the check can fail);
+* an untrained model sampled at high temperature follows any given items, and its
   samples stay well formed;
 * ``fold_prints`` gives the allowed print opcode the probability of both.
 """
@@ -19,23 +21,25 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxcc import compiler, isa, lexer
-from jaxcc.debuginfo import MAX_PRINTS, PRINT_FUNCS
+from jaxcc.debuginfo import ITEM_END, ITEM_NEWLINE, MAX_PRINTS, PRINT_FUNCS
 from jaxcc.neural import corpus
 from jaxcc.neural import grammar as G
 from jaxcc.neural import model as M
 from jaxcc.neural import sample as S
 from jaxcc.neural import vocab as V
 from jaxcc.neural.assemble import assemble
-from jaxcc.neural.inputs import print_types, source_features
+from jaxcc.neural.inputs import print_items, source_features
 from jaxcc.neural.train import TRAIN_LIMITS
 from jaxcc.reference.compiler import compile_source
 from jaxcc.reference.host_lex import host_lex_many
 
-PRINT_OPS = (isa.Op.PRINT_INT, isa.Op.PRINT_BOOL)
+PRINT_OPS = (isa.Op.PRINT_INT, isa.Op.PRINT_BOOL, isa.Op.PRINT_NEWLINE)
+ITEM_OF = {isa.Op.PRINT_INT: isa.T_INT, isa.Op.PRINT_BOOL: isa.T_BOOL,
+           isa.Op.PRINT_NEWLINE: ITEM_NEWLINE}  # fmt: skip
 
 
-def _reference_print_types(src: str, limits) -> tuple:
-    """Per function (module first), the types its PRINT_* instructions print, in code
+def _reference_items(src: str, limits) -> tuple:
+    """Per function (module first), its PRINT_* instructions as print items, in code
     order, from the reference compiler's program."""
     c = compile_source(src, limits)
     p = c.program
@@ -46,9 +50,7 @@ def _reference_print_types(src: str, limits) -> tuple:
     for i, f in enumerate(order):
         end = entry[order[i + 1]] if i + 1 < len(order) else n
         seq = op[entry[f] : end]
-        out[f] = tuple(
-            isa.T_BOOL if o == isa.Op.PRINT_BOOL else isa.T_INT for o in seq if o in PRINT_OPS
-        )[:MAX_PRINTS]
+        out[f] = tuple(ITEM_OF[int(o)] for o in seq if o in PRINT_OPS)[:MAX_PRINTS]
     return tuple(out[f] for f in range(min(len(entry), PRINT_FUNCS)))
 
 
@@ -59,15 +61,15 @@ def _sources() -> list[str]:
     return srcs
 
 
-def test_print_types_agree_with_the_reference_compiler():
+def test_print_items_agree_with_the_reference_compilers_code():
     srcs = _sources()
     _, err, debug = compiler.compile_many(srcs, TRAIN_LIMITS)
     checked = with_bool = 0
     for j, s in enumerate(srcs):
         if int(err.code[j]) != 0:
             continue
-        want = _reference_print_types(s, TRAIN_LIMITS)
-        assert debug[j].print_types == want, s
+        want = _reference_items(s, TRAIN_LIMITS)
+        assert debug[j].print_items == want, s
         checked += 1
         with_bool += any(isa.T_BOOL in t for t in want)
     assert checked >= 40 and with_bool >= 5, (checked, with_bool)
@@ -92,20 +94,30 @@ def test_typed_mask_accepts_the_labellers_sequence_and_only_it():
     rows = _labelled()
     src, length = lexer.encode([s for s, _ in rows], nl)
     tokens, lex_error = jax.jit(lexer.lex, static_argnames="limits")(src, length, nl)
-    pt = np.asarray(jax.jit(print_types, static_argnames="limits")(tokens, nl, lex_error))
+    pt = np.asarray(jax.jit(print_items, static_argnames="limits")(tokens, nl, lex_error))
     seq = np.zeros((len(rows), nv.max_out), np.int32)
     for i, (_, t) in enumerate(rows):
         seq[i, : len(t)] = t
     feats = source_features(tokens, nv)
-    typed = assemble(jnp.asarray(seq), feats._replace(print_t=jnp.asarray(pt)), nl, nv, check=True)
+    typed = assemble(
+        jnp.asarray(seq), feats._replace(print_items=jnp.asarray(pt)), nl, nv, check=True
+    )
     assert bool(jnp.all(typed.ok)), "the typed mask excludes a labeller's sequence"
+
     # flipped types: exactly the sequences that print something are now rejected
-    flipped = np.where(pt >= 0, 1 - pt, pt)
-    bad = assemble(jnp.asarray(seq), feats._replace(print_t=jnp.asarray(flipped)), nl, nv,
-                   check=True)  # fmt: skip
-    prints = np.isin(seq, [V.op_tok(o) for o in PRINT_OPS]).any(axis=1)
-    assert prints.sum() >= len(rows) // 2
-    np.testing.assert_array_equal(np.asarray(bad.ok), ~prints)
+    def ok_with(items):
+        a = assemble(jnp.asarray(seq), feats._replace(print_items=jnp.asarray(items)), nl, nv,
+                     check=True)  # fmt: skip
+        return np.asarray(a.ok)
+
+    values = np.isin(seq, [V.op_tok(isa.Op.PRINT_INT), V.op_tok(isa.Op.PRINT_BOOL)]).any(axis=1)
+    assert values.sum() >= len(rows) // 2
+    # flipped value types: exactly the sequences that print a value are rejected
+    flipped = np.where((pt == isa.T_INT) | (pt == isa.T_BOOL), 1 - pt, pt)
+    np.testing.assert_array_equal(ok_with(flipped), ~values)
+    # no items at all (ITEM_END first everywhere): exactly those that print are rejected
+    prints = values | (seq == V.op_tok(isa.Op.PRINT_NEWLINE)).any(axis=1)
+    np.testing.assert_array_equal(ok_with(np.full_like(pt, ITEM_END)), ~prints)
 
 
 def _prints_by_function(toks) -> dict:
@@ -120,19 +132,21 @@ def _prints_by_function(toks) -> dict:
             fn += 1
         elif t == V.EOS:
             break
-        elif fn >= 0 and t in (V.op_tok(o) for o in PRINT_OPS):
+        elif fn >= 0 and t in [V.op_tok(o) for o in PRINT_OPS]:
             out.setdefault(fn, []).append(t - V.OP_BASE)
     return out
 
 
-def test_untrained_samples_follow_the_given_types():
+def test_untrained_samples_follow_the_given_items():
     from test_neural_grammar import CFG, LIM, SOURCES, _run_everything  # tests/ is on sys.path
 
     toks, _ = host_lex_many(SOURCES, LIM)
     rng = np.random.default_rng(5)
-    pt = rng.integers(0, 2, size=(len(SOURCES), PRINT_FUNCS, MAX_PRINTS)).astype(np.int32)
-    pt[:, :, 6:] = -1  # beyond the sixth print of a function: not known, either allowed
-    src = source_features(toks, CFG.nlimits)._replace(print_t=jnp.asarray(pt))
+    choices = np.array([isa.T_INT, isa.T_BOOL, ITEM_NEWLINE], np.int32)
+    pt = choices[rng.integers(0, 3, size=(len(SOURCES), PRINT_FUNCS, MAX_PRINTS))]
+    pt[:, :, 6:] = -1  # beyond the sixth item of a function: not known, anything goes
+    pt[:, 1::2, 4] = ITEM_END  # odd functions: four items, then no more prints
+    src = source_features(toks, CFG.nlimits)._replace(print_items=jnp.asarray(pt))
     params = M.init_params(CFG, 9)
     smp = S.sample(M.graphdef(CFG), params, src, jax.random.key(2), 128, LIM, 2.0, 1.0, False)
     asm = assemble(smp.tokens, src, LIM, CFG.nlimits, check=True)
@@ -140,16 +154,16 @@ def test_untrained_samples_follow_the_given_types():
     from jaxcc.errors import Code
 
     assert not np.any(_run_everything(asm.program) == Code.INVALID_BYTECODE)
-    typed = 0
+    typed = newlines = 0
     for b in range(len(SOURCES)):
         for j in range(128):
             for f, ops in _prints_by_function(smp.tokens[b, j]).items():
-                for i, o in enumerate(ops):
-                    if i < 6:
-                        want = isa.Op.PRINT_BOOL if pt[b, f, i] == isa.T_BOOL else isa.Op.PRINT_INT
-                        assert o == want, (b, j, f, i)
-                        typed += 1
-    assert typed > 200, typed  # the property was exercised
+                assert f % 2 == 0 or len(ops) <= 4, (b, j, f)  # none after the last item
+                for i, o in enumerate(ops[:6]):
+                    assert ITEM_OF[o] == pt[b, f, i], (b, j, f, i)
+                    typed += 1
+                    newlines += o == isa.Op.PRINT_NEWLINE
+    assert typed > 200 and newlines > 50, (typed, newlines)  # the property was exercised
 
 
 def test_fold_prints_moves_the_probability_of_both():

@@ -62,18 +62,18 @@ def _take(cands: isa.Program, best):
 )
 def choose(source, length, params, key, n_params, reference, temperature, top_p,
            cfg: Config, k: int, nl: Limits = NEURAL_LIMITS, vl: Limits = VERIFY_LIMITS,
-           n_probes: int = 64, greedy_first: bool = True, tier=None, print_t=None) -> Chosen:  # fmt: skip
+           n_probes: int = 64, greedy_first: bool = True, tier=None, print_items=None) -> Chosen:  # fmt: skip
     """Sample, verify and choose, for a batch of padded sources (UInt8[B, N], N =
     nl.max_source_bytes). n_params: Int32[B, F] parameters per function (from the front
     end); reference: an isa.Program [B, ...] at nl's shape for level 3, or None (level 2);
     tier: the sampling budget (``sample.tier``), static; default the model's own.
-    print_t: Int32[B, PF, PP], the front end's print types (``debuginfo.Debug.print_type``)
+    print_items: Int32[B, PF, PP], the front end's print items (``debuginfo.Debug.print_items``)
     for the typed decoding mask, or None (untyped).
     """
     ks, kp = jax.random.split(key)
     tokens, lex_err = lexer.lex(source, length, nl)
     c = S.compile(tokens, params, ks, nl, k, temperature, top_p, greedy_first, cfg=cfg,
-                  nlimits=tier, print_t=print_t)  # fmt: skip
+                  nlimits=tier, print_items=print_items)  # fmt: skip
     probes = verify.make_probes(tokens, n_params, kp, n_probes)
     if reference is None:
         v = verify.cluster(c.program, probes, vl)
@@ -151,7 +151,7 @@ def compile_many(sources, limits: Limits, mode: str = "neural", k: int = 16,
     compiled and fit the neural path, all in one sub-batch; the deterministic code wherever no candidate is verified. ``report``
     (a list) gets ``(index, verify.reason_counts)`` for each program that was sampled.
     ``typed``: sample with the typed decoding mask (each printed value's type from the
-    front end that has just compiled the program: ``DebugInfo.print_types``); False: the
+    front end that has just compiled the program: ``DebugInfo.print_items``); False: the
     untyped mask."""
     from jaxcc.neural import weights
 
@@ -197,7 +197,7 @@ def compile_many(sources, limits: Limits, mode: str = "neural", k: int = 16,
                 VERIFY_LIMITS,
                 n_probes,
                 tier=_tier([data[j] for j in todo], cfg, nl),
-                print_t=_print_table([debug[j] for j in idx]) if typed else None,
+                print_items=_print_item_table([debug[j] for j in idx]) if typed else None,
             )  # fmt: skip
         )
         for r, j in enumerate(todo):
@@ -221,14 +221,18 @@ def compile_many(sources, limits: Limits, mode: str = "neural", k: int = 16,
     return program, error, debug
 
 
-def _print_table(debug) -> np.ndarray:
-    """Int32[B, PF, PP]: ``Debug.print_type`` rebuilt from host DebugInfo records."""
-    from jaxcc.debuginfo import MAX_PRINTS, PRINT_FUNCS
+def _print_item_table(debug) -> np.ndarray:
+    """Int32[B, PF, PP]: ``Debug.print_items`` rebuilt from host DebugInfo records (a
+    function the program does not have has no items: ITEM_END first)."""
+    from jaxcc.debuginfo import ITEM_END, MAX_PRINTS, PRINT_FUNCS
 
     out = np.full((len(debug), PRINT_FUNCS, MAX_PRINTS), -1, np.int32)
     for i, d in enumerate(debug):
-        for f, ts in enumerate(d.print_types[:PRINT_FUNCS]):
-            out[i, f, : len(ts)] = ts[:MAX_PRINTS]
+        for f in range(PRINT_FUNCS):
+            items = d.print_items[f][:MAX_PRINTS] if f < len(d.print_items) else ()
+            out[i, f, : len(items)] = items
+            if len(items) < MAX_PRINTS:
+                out[i, f, len(items)] = ITEM_END
     return out
 
 

@@ -32,7 +32,7 @@ import numpy as np
 from jaxcc import isa, lexer
 from jaxcc.neural import api, router, verify
 from jaxcc.neural import sample as S
-from jaxcc.neural.inputs import print_types
+from jaxcc.neural.inputs import print_items
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -84,9 +84,9 @@ def judge(sources, cfg, params, key, k, temperature, greedy_first, n_probes, nl,
         t0 = time.time()
         # the front end's print types in a jit of their own: one compile per batch shape,
         # not one per sampling tier
-        pt = _print_types_jit(src, length, nl) if typed else None
+        pt = _print_items_jit(src, length, nl) if typed else None
         v = _judge_jit(src, length, params, jax.random.fold_in(key, i), r, temperature, cfg, k,
-                       greedy_first, n_probes, nl, vl, tier, print_t=pt)  # fmt: skip
+                       greedy_first, n_probes, nl, vl, tier, print_items=pt)  # fmt: skip
         acc = np.asarray(jax.device_get(v))
         t_sample += time.time() - t0
         out[idx] = acc[: len(idx)] & ok[idx, None]
@@ -99,32 +99,32 @@ def _noop(x):
 
 
 def judged(src, length, params, key, ref, temperature, cfg, k, greedy_first, n_probes, nl, vl,
-           tier=None, span_decode=None, typed=True, print_t=None):  # fmt: skip
+           tier=None, span_decode=None, typed=True, print_items=None):  # fmt: skip
     """(Candidates, Bool[B, k] accepted): k samples per source (top-p off), each judged
     against ``ref`` on the module body and ``n_probes`` inputs per function. ``typed``
     (static): sample with the typed decoding mask (the front end's print types, as
-    ``compile_many`` and ``hybrid_compile`` do: ``print_t``, or computed here from the
+    ``compile_many`` and ``hybrid_compile`` do: ``print_items``, or computed here from the
     tokens when None); False: the untyped mask."""
     ks, kp = jax.random.split(key)
     tokens, lex_error = lexer.lex(src, length, nl)
     pt = (
         None
         if not typed
-        else print_t
-        if print_t is not None
-        else print_types(tokens, nl, lex_error)
+        else print_items
+        if print_items is not None
+        else print_items(tokens, nl, lex_error)
     )
     c = S.compile(tokens, params, ks, nl, k, temperature, 1.0, greedy_first, cfg=cfg,
-                  nlimits=tier, span_decode=span_decode, print_t=pt)  # fmt: skip
+                  nlimits=tier, span_decode=span_decode, print_items=pt)  # fmt: skip
     probes = verify.make_probes(tokens, ref.fn_nparams, kp, n_probes)
     v = verify.verify_against(c.program, ref, probes, vl)
     return c, v.accepted & c.ok
 
 
 def _judge_impl(src, length, params, key, ref, temperature, cfg, k, greedy_first, n_probes, nl, vl,
-                tier=None, print_t=None):  # fmt: skip
+                tier=None, print_items=None):  # fmt: skip
     return judged(src, length, params, key, ref, temperature, cfg, k, greedy_first, n_probes, nl,
-                  vl, tier, typed=print_t is not None, print_t=print_t)[1]  # fmt: skip
+                  vl, tier, typed=print_items is not None, print_items=print_items)[1]  # fmt: skip
 
 
 _judge_jit = jax.jit(
@@ -133,9 +133,9 @@ _judge_jit = jax.jit(
 
 
 @functools.partial(jax.jit, static_argnames=("limits",))
-def _print_types_jit(src, length, limits):
+def _print_items_jit(src, length, limits):
     tokens, lex_error = lexer.lex(src, length, limits)
-    return print_types(tokens, limits, lex_error)
+    return print_items(tokens, limits, lex_error)
 
 
 def throughput(cfg, params, sources, nl, ks=(16, 256, 1000), budget_s: float = 60.0,

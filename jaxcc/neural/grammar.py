@@ -20,10 +20,11 @@ from an untrained model and runs them in the VM):
   into a label (``lab_depth``). Code after an unconditional transfer is *dead* until a
   label that a reachable jump references; dead code is unconstrained (it never runs)
   but a reachable jump may not target a label defined in dead code;
-* where the front end's types are given (``Context.print_t``, from
-  ``debuginfo.Debug.print_type``): the j-th PRINT_* instruction of function f is
-  PRINT_BOOL if f's j-th printed value is typed bool, else PRINT_INT (the typed mask;
-  the sampler gives the allowed one the probability of both, ``fold_prints``);
+* where the front end's print items are given (``Context.print_items``, from
+  ``debuginfo.Debug.print_items``): the j-th PRINT_* instruction of function f is what
+  f's j-th item says: PRINT_BOOL for a value typed bool, PRINT_INT for any other value,
+  PRINT_NEWLINE for the end of a print call, none after the last item (the typed mask;
+  the sampler gives an allowed value print the probability of both, ``fold_prints``);
 * the sequence ends (EOS) within ``max_out`` tokens and ``max_code`` instructions: when
   the remaining budget only just covers the shortest way to finish (``_closing_cost``),
   the mask allows only the tokens of that way (return from the current function,
@@ -45,7 +46,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxcc import isa
-from jaxcc.debuginfo import MAX_PRINTS
+from jaxcc.debuginfo import ITEM_NEWLINE, MAX_PRINTS
 from jaxcc.isa import ArgKind, Op
 from jaxcc.neural import vocab as V
 
@@ -96,7 +97,7 @@ class Context(NamedTuple):
     max_code: object  # Int32[]  instructions allowed
     max_locals: object  # Int32[]  slots per function
     max_funcs: object  # Int32[]  functions (module body included), <= MAX_FUNCS
-    print_t: object  # Int32[MAX_FUNCS, MAX_PRINTS]  isa.T_* of each printed value (-1: unknown)
+    print_items: object  # Int32[MAX_FUNCS, MAX_PRINTS]  Debug.print_items (-1: unknown)
 
 
 class State(NamedTuple):
@@ -123,19 +124,19 @@ class State(NamedTuple):
     n_slots: object  # parameters + named locals of this body
     uses_temp: object  # Bool[]
     line: object  # line of the next instruction (0 before the first LN)
-    n_print: object  # PRINT_* instructions of this body so far
+    n_print: object  # PRINT_INT / PRINT_BOOL / PRINT_NEWLINE instructions of this body so far
 
 
-def context(n_lits, n_lines, max_out, max_code, max_locals, max_funcs, print_t=None) -> Context:
+def context(n_lits, n_lines, max_out, max_code, max_locals, max_funcs, print_items=None) -> Context:
     """The Context of one sequence, or of a batch when the scalars have a leading axis
-    (``print_t``: Int32[..., PF, PP] from ``Debug.print_type``, cut or padded with -1 to
+    (``print_items``: Int32[..., PF, PP] from ``Debug.print_items``, cut or padded with -1 to
     [MAX_FUNCS, MAX_PRINTS]; None: no typed mask)."""
     i = lambda x: jnp.asarray(x, jnp.int32)  # noqa: E731
     lead = jnp.shape(n_lits)
-    if print_t is None:
+    if print_items is None:
         pt = jnp.full((*lead, MAX_FUNCS, MAX_PRINTS), -1, jnp.int32)
     else:
-        pt = i(print_t)[..., :MAX_FUNCS, :MAX_PRINTS]
+        pt = i(print_items)[..., :MAX_FUNCS, :MAX_PRINTS]
         pad = [(0, 0)] * (pt.ndim - 2) + [
             (0, MAX_FUNCS - pt.shape[-2]),
             (0, MAX_PRINTS - pt.shape[-1]),
@@ -147,7 +148,7 @@ def context(n_lits, n_lines, max_out, max_code, max_locals, max_funcs, print_t=N
 
 def broadcast(c: Context, b: int) -> Context:
     """A Context for b sequences: each field given a leading axis b (broadcast)."""
-    return Context(*(jnp.broadcast_to(x, (b,) + (x.shape[-2:] if f == "print_t" else ()))
+    return Context(*(jnp.broadcast_to(x, (b,) + (x.shape[-2:] if f == "print_items" else ()))
                      for f, x in zip(Context._fields, c, strict=True)))  # fmt: skip
 
 
@@ -282,9 +283,10 @@ def allowed(s: State, c: Context):
     arg_ok &= jnp.where(kind == ArgKind.FUNC, jnp.any(_call_ok(s)), True)
     arg_ok &= jnp.where(kind == ArgKind.DEPTH, s.dead | (d >= 1), True)
     op_ok = jnp.asarray(_ALLOWED_OPS) & arg_ok & (s.dead | reach_ok)
-    pt = _print_type(s, c)
-    op_ok &= jnp.where(ops == Op.PRINT_INT, pt != isa.T_BOOL, True)
-    op_ok &= jnp.where(ops == Op.PRINT_BOOL, (pt < 0) | (pt == isa.T_BOOL), True)
+    it = _print_item(s, c)  # -1: not known, anything goes
+    op_ok &= jnp.where(ops == Op.PRINT_INT, (it == -1) | (it == isa.T_INT), True)
+    op_ok &= jnp.where(ops == Op.PRINT_BOOL, (it == -1) | (it == isa.T_BOOL), True)
+    op_ok &= jnp.where(ops == Op.PRINT_NEWLINE, (it == -1) | (it == ITEM_NEWLINE), True)
     op_ok &= s.n_instr < c.max_code
     forced_op = jnp.where(d >= 1, Op.RETURN_VALUE, Op.LOAD_CONST)
     op_ok = jnp.where(close, (ops == forced_op) & ~s.dead, op_ok)
@@ -337,14 +339,16 @@ def allowed(s: State, c: Context):
     )  # fmt: skip
 
 
-def _print_type(s: State, c: Context):
-    """isa.T_* of the next printed value of this body (-1: not known)."""
+def _print_item(s: State, c: Context):
+    """The next print item of this body (``Debug.print_items``; -1: not known)."""
     f = jnp.clip(s.fn, 0, MAX_FUNCS - 1)
     j = jnp.clip(s.n_print, 0, MAX_PRINTS - 1)
-    return jnp.where(s.n_print < MAX_PRINTS, c.print_t[f, j], -1)
+    return jnp.where(s.n_print < MAX_PRINTS, c.print_items[f, j], -1)
 
 
 _PI, _PB = V.op_tok(Op.PRINT_INT), V.op_tok(Op.PRINT_BOOL)
+_IS_PRINT = np.zeros(isa.N_OPS + 1, np.int32)  # the ops that take a print item
+_IS_PRINT[[Op.PRINT_INT, Op.PRINT_BOOL, Op.PRINT_NEWLINE]] = 1
 
 
 def fold_prints(logits, mask):
@@ -481,7 +485,7 @@ def step(s: State, tok, c: Context, lits=None):
         lab_state=lab_state, lab_depth=lab_depth, n_lab=n_lab, slot_of=slot_of,
         n_slots=s.n_slots + new_slot.astype(jnp.int32),
         uses_temp=s.uses_temp | ((ak == ArgKind.SLOT) & (tok == V.TEMP)),
-        n_print=s.n_print + ((cop == Op.PRINT_INT) | (cop == Op.PRINT_BOOL)).astype(jnp.int32),
+        n_print=s.n_print + jnp.asarray(_IS_PRINT)[cop],
     )  # fmt: skip
     em_ins = em._replace(ins=s.n_instr, op=cop, arg=argval,
                          arg_label=jnp.where(is_t, labj, -1).astype(jnp.int32),

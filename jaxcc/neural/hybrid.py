@@ -198,21 +198,21 @@ def _slots(routed, m: int):
 
 
 def sample_each(tokens, params, keys, k: int, nl: Limits, temperature, top_p,
-                greedy_first: bool, cfg: Config, tier=None, print_t=None):  # fmt: skip
+                greedy_first: bool, cfg: Config, tier=None, print_items=None):  # fmt: skip
     """k candidates per program: ``sample.compile`` on each program (Tokens [m, T]) with
     its own key (keys: [m]), vmapped over programs, so a program's candidates do not
     depend on its position in the batch. Returns (program [m, k, ...], ok Bool[m, k],
     bound Int32[m]). tier: the sampling budget (``sample.tier``; default the model's).
-    print_t: Int32[m, PF, PP], the typed mask's print types, or None (untyped)."""
+    print_items: Int32[m, PF, PP], the typed mask's print types, or None (untyped)."""
 
     def one(tok, key, pt):
         tok1 = jax.tree.map(lambda x: x[None], tok)
         pt1 = None if pt is None else pt[None]
         c = S.compile(tok1, params, key, nl, k, temperature, top_p, greedy_first, cfg=cfg,
-                      nlimits=tier, print_t=pt1)  # fmt: skip
+                      nlimits=tier, print_items=pt1)  # fmt: skip
         return jax.tree.map(lambda x: x[0], (c.program, c.ok, c.bound))
 
-    return jax.vmap(one)(tokens, keys, print_t)
+    return jax.vmap(one)(tokens, keys, print_items)
 
 
 @functools.partial(
@@ -260,7 +260,7 @@ def hybrid_compile(source, length, params, router_params, threshold, key,
     token budget (``sample.tier(n, cfg)`` for sources of at most n tokens; default the
     model's own): a shorter one makes sampling several times cheaper, and a source over
     it gets no candidate (FALLBACK). typed: sample with the typed decoding mask (the
-    deterministic front end's type of each printed value, ``Debug.print_type``).
+    deterministic front end's type of each printed value, ``Debug.print_items``).
 
     Returns ``Hybrid`` (see the module docstring for what is computed). Cost: the
     deterministic compiler on B programs plus k samples and k * (1 + (F - 1) * n_probes)
@@ -294,10 +294,10 @@ def hybrid_compile(source, length, params, router_params, threshold, key,
     # 4. k candidates each, level-3 verification against the deterministic code
     ks = jax.vmap(lambda kk: jax.random.split(kk))(sub_keys)  # [m, 2] keys
     if propose is None:
-        print_t = debug.print_type[rows] if typed else None
+        print_items = debug.print_items[rows] if typed else None
         cands, ok, bound = sample_each(
             sub_tokens, params, ks[:, 0], k, nl, temperature, top_p, greedy_first, cfg, tier,
-            print_t,
+            print_items,
         )  # fmt: skip
     else:
         cands, ok, bound = propose(params, sub_tokens, ref, ks[:, 0])

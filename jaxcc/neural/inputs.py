@@ -51,9 +51,9 @@ class Src(NamedTuple):
     n_lits: object  # Int32[Array, "B"]
     n_lines: object  # Int32[Array, "B"]  the last token's line
     error: object  # Int32[Array, "B"]  Bound
-    # Int32[Array, "B PF PP"]  the front end's type of each printed value (Debug.print_type),
+    # Int32[Array, "B PF PP"]  the front end's type of each printed value (Debug.print_items),
     # read by the decoding mask only, never by the model; None: no typed mask
-    print_t: object = None
+    print_items: object = None
 
 
 def _one(kind, value, line, n_tokens, max_src: int):
@@ -129,13 +129,13 @@ def source_features(tokens, nlimits: V.NeuralLimits = V.NEURAL_DEFAULT) -> Src:
     return jax.vmap(f)(tokens.kind, tokens.value, tokens.line, tokens.n_tokens)
 
 
-def print_types(tokens, limits, lex_error=None):
+def print_items(tokens, limits, lex_error=None):
     """Int32[B, PF, PP]: the deterministic front end's type of each printed value of each
-    function (``debuginfo.Debug.print_type``: parse, resolve names, infer types), for the
-    typed decoding mask (``sample.compile(..., print_t=...)``). Batched Tokens at
+    function (``debuginfo.Debug.print_items``: parse, resolve names, infer types), for the
+    typed decoding mask (``sample.compile(..., print_items=...)``). Batched Tokens at
     ``limits``' shapes; a program the front end rejects gets -1 everywhere (no typing)."""
     from jaxcc import middle, parser
 
     ast, parse_error = parser.parse(tokens, limits, lex_error=lex_error)
     _, error, debug = middle.middle_end_debug(ast, tokens, limits, parse_error)
-    return jnp.where((error.code == 0)[:, None, None], debug.print_type, -1)
+    return jnp.where((error.code == 0)[:, None, None], debug.print_items, -1)

@@ -246,7 +246,7 @@ def _in_groups(c, rows: int, run, ctx, keys, greedy):
 def compile(tokens, params, key, limits: Limits | None = None, k: int = 16,  # noqa: A001
             temperature=0.8, top_p=0.95, greedy_first: bool = True,
             cfg: Config | None = None, nlimits: V.NeuralLimits | None = None,
-            span_decode: bool | None = None, print_t=None) -> Candidates:  # fmt: skip
+            span_decode: bool | None = None, print_items=None) -> Candidates:  # fmt: skip
     """k candidate programs per source: ``jaxcc.tokens.Tokens`` (batched) to Program
     arrays shaped [B, k, ...]; reshape to [B * k, ...] for ``vm.run`` (candidate j of
     program b is row b * k + j). ``params``: the model's parameters (``weights.load``),
@@ -255,15 +255,15 @@ def compile(tokens, params, key, limits: Limits | None = None, k: int = 16,  # n
     short sources, which makes sampling several times cheaper). Jit-composable: k,
     limits, cfg and nlimits are static. Candidates of a source outside the neural bounds
     (or longer than nlimits.max_src) are marked not ok. ``span_decode``: ``sample``'s.
-    ``print_t``: Int32[B, PF, PP], the front end's type of each printed value
-    (``debuginfo.Debug.print_type``, ``inputs.print_types``): the typed decoding mask
+    ``print_items``: Int32[B, PF, PP], the front end's type of each printed value
+    (``debuginfo.Debug.print_items``, ``inputs.print_items``): the typed decoding mask
     (``grammar``); None: the untyped mask."""
     from jaxcc.limits import DEFAULT
 
     limits = limits or DEFAULT
     cfg = cfg or Config()
     nl = nlimits or cfg.nlimits
-    src = source_features(tokens, nl)._replace(print_t=print_t)
+    src = source_features(tokens, nl)._replace(print_items=print_items)
     smp = sample(graphdef(cfg), params, src, key, k, limits, temperature, top_p, greedy_first,
                  nlimits=nl, span_decode=span_decode)  # fmt: skip
     asm = assemble(smp.tokens, src, limits, nl)

@@ -69,7 +69,7 @@ from typing import NamedTuple
 import numpy as np
 
 from jaxcc import isa, ops
-from jaxcc.debuginfo import MAX_PRINTS, PRINT_FUNCS, TEMP_NAME, DebugInfo
+from jaxcc.debuginfo import ITEM_NEWLINE, MAX_PRINTS, PRINT_FUNCS, TEMP_NAME, DebugInfo
 from jaxcc.errors import (
     SYNTAX_MESSAGES,
     Code,
@@ -1178,15 +1178,16 @@ def compile_source(source: str | bytes, limits: Limits = DEFAULT) -> Compiled:
         param_types=tuple(tuple(types.var[f.id][p] for p in f.params) for f in fns),
         source_lines=lines,
         message="",
-        print_types=_print_types(fns, scopes, types),
+        print_items=_print_items(fns, scopes, types),
     )
     return Compiled(prog, Error(int(Code.OK), 0, 0, 0), dbg)
 
 
-def _print_types(fns, scopes: Scopes, types: Types) -> tuple:
-    """DebugInfo.print_types: per function (the first PRINT_FUNCS), the type of each
-    value it prints (the first MAX_PRINTS), in the order the code prints them: an
-    argument of print after everything inside it (post-order), arguments in order."""
+def _print_items(fns, scopes: Scopes, types: Types) -> tuple:
+    """DebugInfo.print_items: per function (the first PRINT_FUNCS), its print items (the
+    first MAX_PRINTS) in the order the code prints them (``debuginfo.print_items``): a
+    printed value's type, T_BOOL or T_INT, after everything inside it (post-order),
+    arguments in order; ITEM_NEWLINE when a call of print ends, before its own value."""
     out = []
     for f in fns[:PRINT_FUNCS]:
         got: list[int] = []
@@ -1196,6 +1197,8 @@ def _print_types(fns, scopes: Scopes, types: Types) -> tuple:
             for c in ast.iter_child_nodes(node):
                 if not isinstance(c, ast.FunctionDef):
                     visit(c, is_print and c in node.args)
+            if is_print:
+                got.append(ITEM_NEWLINE)
             if printed:
                 got.append(T_BOOL if types.expr[id(node)] == T_BOOL else T_INT)
 
