@@ -1191,20 +1191,23 @@ def _print_items(fns, scopes: Scopes, types: Types) -> tuple:
     out = []
     for f in fns[:PRINT_FUNCS]:
         got: list[int] = []
-
-        def visit(node, printed: bool, got=got) -> None:
+        # post-order with an explicit stack (the trees can be thousands of levels deep):
+        # (node, printed, children done)
+        stack = [
+            (st, False, False) for st in reversed(f.body) if not isinstance(st, ast.FunctionDef)
+        ]
+        while stack:
+            node, printed, done = stack.pop()
             is_print = isinstance(node, ast.Call) and scopes.callee.get(id(node)) == "print"
-            for c in ast.iter_child_nodes(node):
-                if not isinstance(c, ast.FunctionDef):
-                    visit(c, is_print and c in node.args)
+            if not done:
+                stack.append((node, printed, True))
+                kids = [c for c in ast.iter_child_nodes(node) if not isinstance(c, ast.FunctionDef)]
+                stack += [(c, is_print and c in node.args, False) for c in reversed(kids)]
+                continue
             if is_print:
                 got.append(ITEM_NEWLINE)
             if printed:
                 got.append(T_BOOL if types.expr[id(node)] == T_BOOL else T_INT)
-
-        for stmt in f.body:
-            if not isinstance(stmt, ast.FunctionDef):
-                visit(stmt, False)
         out.append(tuple(got[:MAX_PRINTS]))
     return tuple(out)
 
