@@ -35,7 +35,12 @@ from jaxcc import typecheck as T  # noqa: E402
 
 
 def timed(f, *args, repeats=5):
-    c = jax.jit(f).lower(*args).compile()
+    """Median seconds of ``repeats`` calls of ``f`` jitted and compiled ahead of time."""
+    return timed_compiled(jax.jit(f).lower(*args).compile(), *args, repeats=repeats)
+
+
+def timed_compiled(c, *args, repeats=5):
+    """Median seconds of ``repeats`` calls of a compiled function, after one warm-up."""
     jax.block_until_ready(c(*args))
     ts = []
     for _ in range(repeats):

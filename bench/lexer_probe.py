@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import sys
 import time
 
@@ -27,6 +26,7 @@ from jax import lax
 
 sys.path.insert(0, os.path.dirname(__file__))
 
+from infer_probe import timed_compiled  # noqa: E402
 from middle_passes import encoded  # noqa: E402
 
 from jaxcc import lexer as L  # noqa: E402
@@ -66,16 +66,6 @@ def _variant(name: str, limits):
     return lambda s, n, t: jax.vmap(one, in_axes=(0, 0, None))(s, n, t)
 
 
-def timed(c, *args, repeats=5):
-    jax.block_until_ready(c(*args))
-    ts = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        jax.block_until_ready(c(*args))
-        ts.append(time.perf_counter() - t0)
-    return statistics.median(ts)
-
-
 def main(argv=None) -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--size", default="small")
@@ -99,7 +89,7 @@ def main(argv=None) -> int:
             same = all(bool(jnp.array_equal(a, b)) for a, b in pairs)
         mem = c.memory_analysis()
         temp = getattr(mem, "temp_size_in_bytes", 0) if mem is not None else 0
-        sec = timed(c, src, length, tables)
+        sec = timed_compiled(c, src, length, tables)
         rows.append({"variant": name, "seconds": sec, "programs_per_s": ns.batch / sec,
                      "compile_s": compile_s, "temp_bytes_per_program": temp / ns.batch,
                      "equal_to_one": same})  # fmt: skip
