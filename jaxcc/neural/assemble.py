@@ -111,12 +111,12 @@ def assemble(
     lead = tokens.shape[:-1]
     b = src.n.shape[0]
     k = int(jnp.size(tokens)) // (b * tokens.shape[-1])
-    flat = tokens.reshape(b * k, tokens.shape[-1])
-    rep = lambda x: jnp.repeat(x, k, axis=0)  # noqa: E731
-    ctx = context(src, limits, nlimits)
-    ctx = jax.tree.map(rep, G.broadcast(ctx, b))
-    prog, ok = jax.vmap(lambda t, lit, c: _one(t, lit, c, limits, check))(flat, rep(src.lits), ctx)
-    prog = jax.tree.map(lambda x: x.reshape(*lead, *x.shape[1:]), prog)
+    per = tokens.reshape(b, k, tokens.shape[-1])
+    ctx = G.broadcast(context(src, limits, nlimits), b)
+    # programs outside, their k sequences inside: a program's context is not copied k times
+    one = lambda t, lit, c: _one(t, lit, c, limits, check)  # noqa: E731
+    prog, ok = jax.vmap(jax.vmap(one, in_axes=(0, None, None)))(per, src.lits, ctx)
+    prog = jax.tree.map(lambda x: x.reshape(*lead, *x.shape[2:]), prog)
     return Assembled(prog, ok.reshape(lead))
 
 
@@ -128,9 +128,8 @@ def masks(tokens, src: Src, limits: Limits, nlimits: V.NeuralLimits = V.NEURAL_D
     lead = tokens.shape[:-1]
     b = src.n.shape[0]
     k = int(jnp.size(tokens)) // (b * tokens.shape[-1])
-    flat = tokens.reshape(b * k, tokens.shape[-1])
-    ctx = jax.tree.map(lambda x: jnp.repeat(x, k, axis=0),
-                       G.broadcast(context(src, limits, nlimits), b))  # fmt: skip
+    per = tokens.reshape(b, k, tokens.shape[-1])
+    ctx = G.broadcast(context(src, limits, nlimits), b)
 
     def one(toks, c):
         def body(s, tok):
@@ -139,4 +138,6 @@ def masks(tokens, src: Src, limits: Limits, nlimits: V.NeuralLimits = V.NEURAL_D
 
         return lax.scan(body, G.init(), toks)[1]
 
-    return jax.vmap(one)(flat, ctx).reshape(*lead, tokens.shape[-1], V.VOCAB)
+    return jax.vmap(jax.vmap(one, in_axes=(0, None)))(per, ctx).reshape(
+        *lead, tokens.shape[-1], V.VOCAB
+    )

@@ -32,9 +32,11 @@ MINE_SEED = 1 << 20
 
 
 def mine_level(level: int, n: int, cfg, params, key, k: int, temperature: float,
-               n_probes: int, nl, vl, seed: int = MINE_SEED, batch: int = 64) -> dict:  # fmt: skip
+               n_probes: int, nl, vl, seed: int = MINE_SEED, batch: int = 64,
+               typed: bool = True) -> dict:  # fmt: skip
     """Judge k candidates (greedy first) of n training programs of ``level``; the stats
-    and the programs with any wrong candidate."""
+    and the programs with any wrong candidate. ``typed``: ``evaluate.judged``'s (the typed
+    mask; the 2026-11-27 mining of docs/neural.md was untyped)."""
     from jaxcc.neural import evaluate
 
     srcs = corpus.generate(seed + level, n, level, split="train")
@@ -45,7 +47,7 @@ def mine_level(level: int, n: int, cfg, params, key, k: int, temperature: float,
     srcs = [srcs[i] for i in order]
     t0 = time.time()
     right, ok, _ = evaluate.judge(srcs, cfg, params, key, k, temperature, True, n_probes, nl,
-                                  vl, batch)  # fmt: skip
+                                  vl, batch, typed)  # fmt: skip
     c = right.sum(axis=1)
     hard = [{"level": level, "source": s, "correct": int(c[i]), "greedy": bool(right[i, 0])}
             for i, s in enumerate(srcs) if ok[i] and c[i] < k]  # fmt: skip
@@ -77,6 +79,7 @@ def main(argv=None) -> int:
     p.add_argument("--probes", type=int, default=64)
     p.add_argument("--batch", type=int, default=64, help="programs per judging call")
     p.add_argument("--seed", type=int, default=MINE_SEED, help="a training seed (+ level)")
+    p.add_argument("--untyped", action="store_true", help="sample with the untyped mask")
     p.add_argument("--time-limit", type=float, default=0,
                    help="skip the levels not started after this many seconds")  # fmt: skip
     ns = p.parse_args(argv)
@@ -90,6 +93,7 @@ def main(argv=None) -> int:
     out = {"device": jax.devices()[0].device_kind, "weights": ns.weights,
            "weights_info": {k: v for k, v in weights.info(ns.weights).items() if k != "history"},
            "k": ns.k, "temperature": ns.temperature, "probes": ns.probes, "n": ns.n,
+           "typed_mask": not ns.untyped,
            "levels": {}, "programs": []}  # fmt: skip
     for level in [int(x) for x in ns.levels.split(",") if x]:
         if ns.time_limit and time.time() - t0 > ns.time_limit:
@@ -97,7 +101,7 @@ def main(argv=None) -> int:
             continue
         r = mine_level(level, ns.n, cfg, params, jax.random.fold_in(key, level), ns.k,
                        ns.temperature, ns.probes, api.NEURAL_LIMITS, api.VERIFY_LIMITS,
-                       ns.seed, ns.batch)  # fmt: skip
+                       ns.seed, ns.batch, not ns.untyped)  # fmt: skip
         out["levels"][level] = r["stats"]
         out["programs"] += r["hard"]
         print(level, r["stats"], flush=True)
