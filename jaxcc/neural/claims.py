@@ -167,16 +167,21 @@ def _cases(ref: isa.Program, probes: verify.Probes, n_cases: int, vl: Limits) ->
 
 
 @functools.partial(
-    jax.jit, static_argnames=("cfg", "k", "nl", "vl", "n_funcs", "n_probes", "n_cases")
+    jax.jit, static_argnames=("cfg", "k", "nl", "vl", "n_funcs", "n_probes", "n_cases", "typed")
 )
 def judge(source, length, params, ref, key, temperature, cfg: Config, k: int, nl: Limits,
-          vl: Limits, n_funcs: int, n_probes: int, n_cases: int) -> Judged:  # fmt: skip
-    """k samples per program of a chunk, judged at levels 1-3, in one jit."""
+          vl: Limits, n_funcs: int, n_probes: int, n_cases: int, typed: bool = True) -> Judged:  # fmt: skip
+    """k samples per program of a chunk, judged at levels 1-3, in one jit. ``typed``:
+    sample with the typed decoding mask (the front end's print items, as the hybrid
+    does); measurements before 2026-11-27 evening were untyped."""
+    from jaxcc.neural.inputs import print_items
+
     b = source.shape[0]
-    tokens, _ = lexer.lex(source, length, nl)
+    tokens, lex_error = lexer.lex(source, length, nl)
     keys = jax.vmap(lambda i: jax.random.split(jax.random.fold_in(key, i), 3))(jnp.arange(b))
+    items = print_items(tokens, nl, lex_error) if typed else None
     cands, ok, _ = hybrid.sample_each(
-        tokens, params, keys[:, 0], k, nl, temperature, 1.0, False, cfg
+        tokens, params, keys[:, 0], k, nl, temperature, 1.0, False, cfg, print_items=items
     )
     ref = hybrid._widths(ref, nl.max_code, n_funcs)
     probes = verify.make_probes(tokens, ref.fn_nparams, keys[0, 1], n_probes)
@@ -579,7 +584,7 @@ def judge_all(ns, cfg, params, sources, ref, nl, vl, n_funcs, k, key, chunk):
         r = jax.tree.map(lambda x, pad=pad: x[np.asarray(pad)], ref)
         j = jax.device_get(judge(src, length, params, r, jax.random.fold_in(key, lo),
                                  jnp.float32(ns.temperature), cfg, k, nl, vl, n_funcs,
-                                 ns.probes, ns.cases))  # fmt: skip
+                                 ns.probes, ns.cases, not ns.untyped))  # fmt: skip
         n = len(idx)
         parts.append(jax.tree.map(lambda x, n=n: np.asarray(x)[:n], j))
         print(f"judged {idx[-1] + 1}/{len(sources)}", flush=True)
@@ -762,6 +767,9 @@ def parse_args(argv=None):
     p.add_argument("--no-timing", action="store_true", help="skip the timing part")
     p.add_argument("--timing-only", action="store_true", help="only the timing part")
     p.add_argument("--no-cpython", action="store_true")
+    p.add_argument("--untyped", action="store_true",
+                   help="sample with the untyped mask (the claims part; timing's neural "
+                   "stage always samples untyped, its hybrid typed)")  # fmt: skip
     ns = p.parse_args(argv)
     if ns.quick:
         quick = dict(levels="0", n=3, n_handwritten=1, handwritten="examples/gcd.py",
