@@ -8,7 +8,7 @@ added or reordered).
         [--print-oracle] [--typed]
 
 The greedy sequence examined is the untyped mask's (how the programs were mined);
-``--typed`` also samples greedily with the typed mask (the front end's print types,
+``--typed`` also samples greedily with the typed mask (the front end's print items,
 ``grammar.fold_prints``) and judges that sequence.
 """
 

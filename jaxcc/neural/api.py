@@ -150,9 +150,8 @@ def compile_many(sources, limits: Limits, mode: str = "neural", k: int = 16,
     exists, else every program is routed; level-3 verification) on the programs that
     compiled and fit the neural path, all in one sub-batch; the deterministic code wherever no candidate is verified. ``report``
     (a list) gets ``(index, verify.reason_counts)`` for each program that was sampled.
-    ``typed``: sample with the typed decoding mask (each printed value's type from the
-    front end that has just compiled the program: ``DebugInfo.print_items``); False: the
-    untyped mask."""
+    ``typed``: sample with the typed decoding mask (the print items of the front end that
+    has just compiled the program: ``DebugInfo.print_items``); False: the untyped mask."""
     from jaxcc.neural import weights
 
     cfg, params = weights.load(weights_path or weights.DEFAULT)

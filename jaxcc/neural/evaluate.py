@@ -30,9 +30,8 @@ import jax
 import numpy as np
 
 from jaxcc import isa, lexer
-from jaxcc.neural import api, router, verify
+from jaxcc.neural import api, inputs, router, verify
 from jaxcc.neural import sample as S
-from jaxcc.neural.inputs import print_items
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -82,11 +81,11 @@ def judge(sources, cfg, params, key, k, temperature, greedy_first, n_probes, nl,
         r = jax.tree.map(lambda x, sel=sel: x[sel], ref)
         tier = S.tier(int(n_src[idx].max()), cfg)
         t0 = time.time()
-        # the front end's print types in a jit of their own: one compile per batch shape,
+        # the front end's print items in a jit of their own: one compile per batch shape,
         # not one per sampling tier
-        pt = _print_items_jit(src, length, nl) if typed else None
+        items = _print_items_jit(src, length, nl) if typed else None
         v = _judge_jit(src, length, params, jax.random.fold_in(key, i), r, temperature, cfg, k,
-                       greedy_first, n_probes, nl, vl, tier, print_items=pt)  # fmt: skip
+                       greedy_first, n_probes, nl, vl, tier, items)  # fmt: skip
         acc = np.asarray(jax.device_get(v))
         t_sample += time.time() - t0
         out[idx] = acc[: len(idx)] & ok[idx, None]
@@ -99,32 +98,28 @@ def _noop(x):
 
 
 def judged(src, length, params, key, ref, temperature, cfg, k, greedy_first, n_probes, nl, vl,
-           tier=None, span_decode=None, typed=True, print_items=None):  # fmt: skip
+           tier=None, span_decode=None, typed=True, items=None):  # fmt: skip
     """(Candidates, Bool[B, k] accepted): k samples per source (top-p off), each judged
     against ``ref`` on the module body and ``n_probes`` inputs per function. ``typed``
-    (static): sample with the typed decoding mask (the front end's print types, as
-    ``compile_many`` and ``hybrid_compile`` do: ``print_items``, or computed here from the
+    (static): sample with the typed decoding mask (the front end's print items, as
+    ``compile_many`` and ``hybrid_compile`` do: ``items``, or computed here from the
     tokens when None); False: the untyped mask."""
     ks, kp = jax.random.split(key)
     tokens, lex_error = lexer.lex(src, length, nl)
-    pt = (
-        None
-        if not typed
-        else print_items
-        if print_items is not None
-        else print_items(tokens, nl, lex_error)
-    )
+    if typed and items is None:
+        items = inputs.print_items(tokens, nl, lex_error)
     c = S.compile(tokens, params, ks, nl, k, temperature, 1.0, greedy_first, cfg=cfg,
-                  nlimits=tier, span_decode=span_decode, print_items=pt)  # fmt: skip
+                  nlimits=tier, span_decode=span_decode,
+                  print_items=items if typed else None)  # fmt: skip
     probes = verify.make_probes(tokens, ref.fn_nparams, kp, n_probes)
     v = verify.verify_against(c.program, ref, probes, vl)
     return c, v.accepted & c.ok
 
 
 def _judge_impl(src, length, params, key, ref, temperature, cfg, k, greedy_first, n_probes, nl, vl,
-                tier=None, print_items=None):  # fmt: skip
+                tier=None, items=None):  # fmt: skip
     return judged(src, length, params, key, ref, temperature, cfg, k, greedy_first, n_probes, nl,
-                  vl, tier, typed=print_items is not None, print_items=print_items)[1]  # fmt: skip
+                  vl, tier, typed=items is not None, items=items)[1]  # fmt: skip
 
 
 _judge_jit = jax.jit(
@@ -135,7 +130,7 @@ _judge_jit = jax.jit(
 @functools.partial(jax.jit, static_argnames=("limits",))
 def _print_items_jit(src, length, limits):
     tokens, lex_error = lexer.lex(src, length, limits)
-    return print_items(tokens, limits, lex_error)
+    return inputs.print_items(tokens, limits, lex_error)
 
 
 def throughput(cfg, params, sources, nl, ks=(16, 256, 1000), budget_s: float = 60.0,
@@ -261,7 +256,7 @@ def main(argv=None) -> int:
     p.add_argument("--handwritten", default="tests/neural_holdout")
     p.add_argument("--throughput", action="store_true")
     p.add_argument("--untyped", action="store_true",
-                   help="sample with the untyped mask (no print types from the front end; "
+                   help="sample with the untyped mask (no print items from the front end; "
                    "how stages 4-9 were evaluated)")  # fmt: skip
     p.add_argument("--batch", type=int, default=64,
                    help="programs per judging call (x k samples: 16 fits a 24 GB CPU)")  # fmt: skip

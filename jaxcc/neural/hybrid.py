@@ -203,7 +203,7 @@ def sample_each(tokens, params, keys, k: int, nl: Limits, temperature, top_p,
     its own key (keys: [m]), vmapped over programs, so a program's candidates do not
     depend on its position in the batch. Returns (program [m, k, ...], ok Bool[m, k],
     bound Int32[m]). tier: the sampling budget (``sample.tier``; default the model's).
-    print_items: Int32[m, PF, PP], the typed mask's print types, or None (untyped)."""
+    print_items: Int32[m, PF, PP], the typed mask's print items, or None (untyped)."""
 
     def one(tok, key, pt):
         tok1 = jax.tree.map(lambda x: x[None], tok)
@@ -260,7 +260,7 @@ def hybrid_compile(source, length, params, router_params, threshold, key,
     token budget (``sample.tier(n, cfg)`` for sources of at most n tokens; default the
     model's own): a shorter one makes sampling several times cheaper, and a source over
     it gets no candidate (FALLBACK). typed: sample with the typed decoding mask (the
-    deterministic front end's type of each printed value, ``Debug.print_items``).
+    deterministic front end's print items, ``Debug.print_items``).
 
     Returns ``Hybrid`` (see the module docstring for what is computed). Cost: the
     deterministic compiler on B programs plus k samples and k * (1 + (F - 1) * n_probes)

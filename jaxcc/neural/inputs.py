@@ -51,8 +51,8 @@ class Src(NamedTuple):
     n_lits: object  # Int32[Array, "B"]
     n_lines: object  # Int32[Array, "B"]  the last token's line
     error: object  # Int32[Array, "B"]  Bound
-    # Int32[Array, "B PF PP"]  the front end's type of each printed value (Debug.print_items),
-    # read by the decoding mask only, never by the model; None: no typed mask
+    # Int32[Array, "B PF PP"]  the front end's print items (Debug.print_items), read by the
+    # decoding mask only, never by the model; None: no typed mask
     print_items: object = None
 
 
@@ -130,9 +130,9 @@ def source_features(tokens, nlimits: V.NeuralLimits = V.NEURAL_DEFAULT) -> Src:
 
 
 def print_items(tokens, limits, lex_error=None):
-    """Int32[B, PF, PP]: the deterministic front end's type of each printed value of each
-    function (``debuginfo.Debug.print_items``: parse, resolve names, infer types), for the
-    typed decoding mask (``sample.compile(..., print_items=...)``). Batched Tokens at
+    """Int32[B, PF, PP]: the deterministic front end's print items of each function
+    (``debuginfo.Debug.print_items``: parse, resolve names, infer types), for the typed
+    decoding mask (``sample.compile(..., print_items=...)``). Batched Tokens at
     ``limits``' shapes; a program the front end rejects gets -1 everywhere (no typing)."""
     from jaxcc import middle, parser
 

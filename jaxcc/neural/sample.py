@@ -255,7 +255,7 @@ def compile(tokens, params, key, limits: Limits | None = None, k: int = 16,  # n
     short sources, which makes sampling several times cheaper). Jit-composable: k,
     limits, cfg and nlimits are static. Candidates of a source outside the neural bounds
     (or longer than nlimits.max_src) are marked not ok. ``span_decode``: ``sample``'s.
-    ``print_items``: Int32[B, PF, PP], the front end's type of each printed value
+    ``print_items``: Int32[B, PF, PP], the front end's print items
     (``debuginfo.Debug.print_items``, ``inputs.print_items``): the typed decoding mask
     (``grammar``); None: the untyped mask."""
     from jaxcc.limits import DEFAULT
