@@ -65,10 +65,10 @@ def reference_programs(sources, nl):
 
 
 def judge(sources, cfg, params, key, k, temperature, greedy_first, n_probes, nl, vl, batch=64,
-          typed=True):  # fmt: skip
+          typed=True, branches=0):  # fmt: skip
     """Bool[len, k]: which of k samples per source behave as the reference; and timing.
     Each batch samples at the smallest budget that holds its longest source
-    (``sample.tier``). ``typed``: ``judged``'s."""
+    (``sample.tier``). ``typed``, ``branches``: ``judged``'s."""
     ref, ok = reference_programs(sources, nl)
     n_src = S.n_source_tokens(sources, nl)
     out = np.zeros((len(sources), k), bool)
@@ -85,7 +85,7 @@ def judge(sources, cfg, params, key, k, temperature, greedy_first, n_probes, nl,
         # not one per sampling tier
         items = _print_items_jit(src, length, nl) if typed else None
         v = _judge_jit(src, length, params, jax.random.fold_in(key, i), r, temperature, cfg, k,
-                       greedy_first, n_probes, nl, vl, tier, items)  # fmt: skip
+                       greedy_first, n_probes, nl, vl, tier, items, branches)  # fmt: skip
         acc = np.asarray(jax.device_get(v))
         t_sample += time.time() - t0
         out[idx] = acc[: len(idx)] & ok[idx, None]
@@ -98,32 +98,34 @@ def _noop(x):
 
 
 def judged(src, length, params, key, ref, temperature, cfg, k, greedy_first, n_probes, nl, vl,
-           tier=None, span_decode=None, typed=True, items=None):  # fmt: skip
+           tier=None, span_decode=None, typed=True, items=None, branches=0):  # fmt: skip
     """(Candidates, Bool[B, k] accepted): k samples per source (top-p off), each judged
     against ``ref`` on the module body and ``n_probes`` inputs per function. ``typed``
     (static): sample with the typed decoding mask (the front end's print items, as
     ``compile_many`` and ``hybrid_compile`` do: ``items``, or computed here from the
-    tokens when None); False: the untyped mask."""
+    tokens when None); False: the untyped mask. ``branches`` (static): that many of
+    the k candidates are branches of the greedy sequence (``sample.compile``'s)."""
     ks, kp = jax.random.split(key)
     tokens, lex_error = lexer.lex(src, length, nl)
     if typed and items is None:
         items = inputs.print_items(tokens, nl, lex_error)
     c = S.compile(tokens, params, ks, nl, k, temperature, 1.0, greedy_first, cfg=cfg,
                   nlimits=tier, span_decode=span_decode,
-                  print_items=items if typed else None)  # fmt: skip
+                  print_items=items if typed else None, branches=branches)  # fmt: skip
     probes = verify.make_probes(tokens, ref.fn_nparams, kp, n_probes)
     v = verify.verify_against(c.program, ref, probes, vl)
     return c, v.accepted & c.ok
 
 
 def _judge_impl(src, length, params, key, ref, temperature, cfg, k, greedy_first, n_probes, nl, vl,
-                tier=None, items=None):  # fmt: skip
+                tier=None, items=None, branches=0):  # fmt: skip
     return judged(src, length, params, key, ref, temperature, cfg, k, greedy_first, n_probes, nl,
-                  vl, tier, typed=items is not None, items=items)[1]  # fmt: skip
+                  vl, tier, typed=items is not None, items=items, branches=branches)[1]  # fmt: skip
 
 
 _judge_jit = jax.jit(
-    _judge_impl, static_argnames=("cfg", "k", "greedy_first", "n_probes", "nl", "vl", "tier")
+    _judge_impl,
+    static_argnames=("cfg", "k", "greedy_first", "n_probes", "nl", "vl", "tier", "branches"),
 )
 
 
@@ -258,6 +260,11 @@ def main(argv=None) -> int:
     p.add_argument("--untyped", action="store_true",
                    help="sample with the untyped mask (no print items from the front end; "
                    "how stages 4-9 were evaluated)")  # fmt: skip
+    p.add_argument("--branches", type=int, default=0,
+                   help="make that many of the --k candidates branches of the greedy sequence "
+                   "(sample.compile's branches; candidate 0 is the greedy one, the rest "
+                   "temperature samples); pass@k is then only reported for k = --k, as "
+                   "any of the --k candidates")  # fmt: skip
     p.add_argument("--batch", type=int, default=64,
                    help="programs per judging call (x k samples: 16 fits a 24 GB CPU)")  # fmt: skip
     p.add_argument("--chunk", type=int, default=None,
@@ -281,20 +288,26 @@ def main(argv=None) -> int:
                "weights_info": {k: v for k, v in weights.info(ns.weights).items() if k != "history"},
                "k": ns.k, "temperature": ns.temperature, "probes": ns.probes,
                "textbook_version": textbook.VERSION, "typed_mask": not ns.untyped,
+               "branches": ns.branches,
                "levels": {}}  # fmt: skip
     rows = []
     for level in [int(x) for x in ns.levels.split(",") if x]:
         srcs = heldout_sources(level, ns.n)
         typed = not ns.untyped
-        greedy, ok, tg = judge(srcs, cfg, params, key, 1, 0.0, True, ns.probes, nl, vl, ns.batch,
-                               typed)  # fmt: skip
-        samp, _, ts = judge(
-            srcs, cfg, params, key, ns.k, ns.temperature, False, ns.probes, nl, vl, ns.batch, typed
-        )
+        if ns.branches:  # candidate 0 is the greedy sequence: no separate greedy run
+            samp, ok, ts = judge(srcs, cfg, params, key, ns.k, ns.temperature, True, ns.probes,
+                                 nl, vl, ns.batch, typed, ns.branches)  # fmt: skip
+            greedy, tg = samp[:, :1], 0.0
+        else:
+            greedy, ok, tg = judge(srcs, cfg, params, key, 1, 0.0, True, ns.probes, nl, vl,
+                                   ns.batch, typed)  # fmt: skip
+            samp, _, ts = judge(srcs, cfg, params, key, ns.k, ns.temperature, False, ns.probes,
+                                nl, vl, ns.batch, typed)  # fmt: skip
         c = samp.sum(axis=1)
         live = ok
+        # the unbiased estimator needs independent samples; branches are not: any of k only
         pk = {kk: float(np.mean([pass_at_k(ns.k, int(ci), kk) for ci in c[live]]))
-              for kk in (1, 2, 4, 8, 16) if kk <= ns.k}  # fmt: skip
+              for kk in (1, 2, 4, 8, 16) if kk <= ns.k and (kk == ns.k or not ns.branches)}  # fmt: skip
         summary["levels"][level] = {
             "programs": int(live.sum()), "greedy_pass@1": float(greedy[live, 0].mean()),
             "pass@k": pk, "p_correct_mean": float((c[live] / ns.k).mean()),

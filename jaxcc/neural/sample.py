@@ -37,6 +37,12 @@ class Samples(NamedTuple):
     tokens: object  # Int32[Array, "B k L"]  emitted tokens (no BOS; EOS then PAD)
     logp: object  # Float32[Array, "B k"]  log-probability under the masked distribution
     done: object  # Bool[Array, "B k"]  reached EOS within max_out tokens
+    # with ``sample(..., record_alt=True)`` only (else None), R = ALT_RANKS:
+    alt: object = None  # Int32[Array, "B k L R"]  the 2nd, 3rd, ... most likely allowed tokens
+    margin: object = None  # Float32[Array, "B k L R"]  the best logit minus theirs (inf: none)
+
+
+ALT_RANKS = 3  # alternatives recorded per position (the 2nd to 4th most likely tokens)
 
 
 class Candidates(NamedTuple):
@@ -80,13 +86,13 @@ def cpu_decode_default() -> bool:
 @functools.partial(
     jax.jit,
     static_argnames=("graphdef", "k", "limits", "greedy_first", "max_steps", "nlimits",
-                     "cpu_decode", "cpu_group", "span_decode"),
+                     "cpu_decode", "cpu_group", "span_decode", "record_alt"),
 )  # fmt: skip
 def sample(graphdef, params, src: Src, key, k: int, limits: Limits, temperature=1.0,
            top_p=0.95, greedy_first: bool = True, max_steps: int | None = None,
            nlimits: V.NeuralLimits | None = None,
            cpu_decode: bool | None = None, cpu_group: int | None = None,
-           span_decode: bool | None = None) -> Samples:  # fmt: skip
+           span_decode: bool | None = None, force=None, record_alt: bool = False) -> Samples:  # fmt: skip
     """k samples per program of src (batched). temperature, top_p: Float32 scalars.
     ``nlimits`` (default the model's): a shorter output budget (models with
     ``Config.features >= 2`` only) makes a smaller cache and a shorter loop; the mask's
@@ -139,6 +145,10 @@ def sample(graphdef, params, src: Src, key, k: int, limits: Limits, temperature=
     top_p = jnp.asarray(top_p, jnp.float32)
     greedy = (temp <= 0) | ((jnp.arange(k) == 0) & greedy_first)[None, :]
     greedy = jnp.broadcast_to(greedy, (b, k))
+    if force is None:
+        force = jnp.full((b, k, 2), -1, jnp.int32)
+    force = jnp.asarray(force, jnp.int32)
+    greedy = greedy | (force[..., 0] >= 0)
     allowed = jax.vmap(jax.vmap(G.allowed, in_axes=(0, None)), in_axes=(0, 0))
     stepf = jax.vmap(jax.vmap(G.step, in_axes=(0, 0, None)), in_axes=(0, 0, 0))
 
@@ -150,11 +160,13 @@ def sample(graphdef, params, src: Src, key, k: int, limits: Limits, temperature=
         out: object
         logp: object
         done: object
+        alt: object = None
+        margin: object = None
 
     def cond(c: Carry, end: int):
         return (c.t < end) & ~jnp.all(c.done)
 
-    def body(c: Carry, span: int | None, ctx, keys, greedy):
+    def body(c: Carry, span: int | None, ctx, keys, greedy, force):
         rows = c.tok.shape[0]
         logits, cache = model.decode(c.cache, c.tok, c.t, table, cpu, span)
         mask = allowed(c.gs, ctx)
@@ -165,21 +177,36 @@ def sample(graphdef, params, src: Src, key, k: int, limits: Limits, temperature=
         g = jax.vmap(jax.vmap(lambda kk: jax.random.gumbel(kk, (V.VOCAB,))))(step_keys)
         drawn = jnp.argmax(scaled + g, axis=-1)
         tok = jnp.where(greedy, jnp.argmax(logits, axis=-1), drawn).astype(jnp.int32)
+        # a forced branch, only where the mask allows it (a prefix computed in another
+        # batch shape can differ in a near-tie, and the state machine must stay sound)
+        ftok = jnp.clip(force[..., 1], 0, V.VOCAB - 1)
+        here = (force[..., 0] == c.t) & jnp.take_along_axis(mask, ftok[..., None], axis=-1)[..., 0]
+        tok = jnp.where(here, ftok, tok)
         tok = jnp.where(c.done, V.PAD, tok)
         lp = jnp.take_along_axis(logz, tok[..., None], axis=-1)[..., 0]
         gs, _ = stepf(c.gs, tok, ctx)
         out = lax.dynamic_update_slice_in_dim(c.out, tok[..., None], c.t, axis=2)
+        alt, margin = c.alt, c.margin
+        if record_alt:
+            top, idx = lax.top_k(logits, ALT_RANKS + 1)
+            gap = jnp.where(jnp.isfinite(top[..., 1:]), top[..., :1] - top[..., 1:], jnp.inf)
+            gap = jnp.where(c.done[..., None], jnp.inf, gap)
+            alt = lax.dynamic_update_slice_in_dim(alt, idx[..., None, 1:].astype(jnp.int32), c.t,
+                                                  axis=2)  # fmt: skip
+            margin = lax.dynamic_update_slice_in_dim(margin, gap[..., None, :], c.t, axis=2)
         return Carry(c.t + 1, tok, cache, gs, out, c.logp + jnp.where(c.done, 0.0, lp),
-                     c.done | (tok == V.EOS))  # fmt: skip
+                     c.done | (tok == V.EOS), alt, margin)  # fmt: skip
 
-    def loop(c: Carry, end: int, span: int | None, ctx=ctx, keys=keys, greedy=greedy):
+    def loop(c: Carry, end: int, span: int | None, ctx=ctx, keys=keys, greedy=greedy, force=force):
         return lax.while_loop(functools.partial(cond, end=end),
                               functools.partial(body, span=span, ctx=ctx, keys=keys,
-                                                greedy=greedy), c)  # fmt: skip
+                                                greedy=greedy, force=force), c)  # fmt: skip
 
     c0 = Carry(jnp.int32(0), jnp.full((b, k), V.BOS, jnp.int32), cache, gs,
                jnp.zeros((b, k, nl.max_out), jnp.int32), jnp.zeros((b, k), jnp.float32),
-               jnp.zeros((b, k), bool))  # fmt: skip
+               jnp.zeros((b, k), bool),
+               jnp.zeros((b, k, nl.max_out, ALT_RANKS), jnp.int32) if record_alt else None,
+               jnp.full((b, k, nl.max_out, ALT_RANKS), jnp.inf) if record_alt else None)  # fmt: skip
     if by_span:  # one loop per span: positions t < span attend to the first span positions
         c = c0
         for i, span in enumerate(spans(nl.max_out)):
@@ -188,13 +215,14 @@ def sample(graphdef, params, src: Src, key, k: int, limits: Limits, temperature=
             if rows == b:
                 c = loop(c, end, span)
             else:  # the programs still running, a group of `rows` at a time
-                c = _in_groups(c, rows, lambda g, gctx, gkeys, ggreedy, end=end, span=span:
-                               loop(g, end, span, gctx, gkeys, ggreedy), ctx, keys, greedy)  # fmt: skip
+                c = _in_groups(c, rows, lambda g, gctx, gkeys, ggreedy, gforce, end=end, span=span:
+                               loop(g, end, span, gctx, gkeys, ggreedy, gforce), ctx, keys,
+                               greedy, force)  # fmt: skip
             if end == L:
                 break
     else:
         c = loop(c0, L, None)
-    return Samples(c.out, c.logp, c.done)
+    return Samples(c.out, c.logp, c.done, c.alt, c.margin)
 
 
 def group_rows(b: int) -> int:
@@ -203,7 +231,7 @@ def group_rows(b: int) -> int:
     return max(1, b // 8)
 
 
-def _in_groups(c, rows: int, run, ctx, keys, greedy):
+def _in_groups(c, rows: int, run, ctx, keys, greedy, force):
     """``run`` (a span's decode loop) over the programs of carry ``c`` that still have a
     running sample, ``rows`` programs at a time: each group is gathered out of the
     batch, run from the span's start to its own end and scattered back; a program all
@@ -213,7 +241,8 @@ def _in_groups(c, rows: int, run, ctx, keys, greedy):
     for the batch's longest sample, here only for its group's."""
     b = c.tok.shape[0]
     # batch axis of each carry field (the caches are [layers, B, ...]); t is shared
-    axes = type(c)(t=None, tok=0, cache=Cache(1, 1, 0, 1, 1), gs=0, out=0, logp=0, done=0)
+    axes = type(c)(t=None, tok=0, cache=Cache(1, 1, 0, 1, 1), gs=0, out=0, logp=0, done=0,
+                   alt=0, margin=0)  # fmt: skip
 
     def fields(f, *trees):  # f(leaf, ..., axis) over the carry's leaves
         return jax.tree.map(lambda a, *xs: jax.tree.map(lambda *ys: f(*ys, a), *xs),
@@ -234,7 +263,7 @@ def _in_groups(c, rows: int, run, ctx, keys, greedy):
         g = fields(lambda x, a: take(x, idx, a), full)
         g = g._replace(t=c.t, done=g.done | (idx >= b)[:, None])  # empty slots never run
         g = run(g, jax.tree.map(lambda x: take(x, idx, 0), ctx), take(keys, idx, 0),
-                take(greedy, idx, 0))  # fmt: skip
+                take(greedy, idx, 0), take(force, idx, 0))  # fmt: skip
         full = fields(lambda x, part, a: put(x, idx, part, a), full, g)
         return full, todo.at[idx].set(False, mode="drop"), jnp.maximum(t_end, g.t)
 
@@ -243,10 +272,33 @@ def _in_groups(c, rows: int, run, ctx, keys, greedy):
     return full._replace(t=t_end)
 
 
+def branch_force(greedy: Samples, k: int, n: int | None = None):
+    """Int32[B, k, 2]: the (position, token) branches of ``compile(..., branches=n)``
+    from a greedy decode with ``record_alt`` (its sample 0). Row 0 is (-1, 0): the greedy
+    sequence itself. Rows 1..n (default k - 1) are the n single-token departures from it
+    that cost the least, the cost of putting the r-th most likely token at position t
+    being the logit margin from the best token to it (positions up to and including the
+    sequence's EOS, ranks 2 to ``ALT_RANKS + 1``), cheapest first. Rows after those, and
+    rows a short sequence has no departures for, are (-1, 0): sampled as usual."""
+    n = k - 1 if n is None else min(n, k - 1)
+    margin, alt, tokens = greedy.margin[:, 0], greedy.alt[:, 0], greedy.tokens[:, 0]
+    b, n_out, r = margin.shape
+    eos = (tokens == V.EOS).astype(jnp.int32)
+    ended = jnp.cumsum(eos, axis=-1) - eos  # EOSes before t
+    cost = jnp.where((ended == 0)[..., None] & jnp.isfinite(margin), margin, jnp.inf)
+    neg, order = lax.top_k(-cost.reshape(b, n_out * r), min(n, n_out * r))  # cheapest first
+    ok = jnp.isfinite(neg)
+    tok = jnp.take_along_axis(alt.reshape(b, n_out * r), order, axis=-1)
+    rows = jnp.stack([jnp.where(ok, order // r, -1), jnp.where(ok, tok, 0)], -1)
+    none = jnp.tile(jnp.array([-1, 0], jnp.int32), (b, k - rows.shape[1], 1))
+    return jnp.concatenate([none[:, :1], rows.astype(jnp.int32), none[:, 1:]], axis=1)
+
+
 def compile(tokens, params, key, limits: Limits | None = None, k: int = 16,  # noqa: A001
             temperature=0.8, top_p=0.95, greedy_first: bool = True,
             cfg: Config | None = None, nlimits: V.NeuralLimits | None = None,
-            span_decode: bool | None = None, print_items=None) -> Candidates:  # fmt: skip
+            span_decode: bool | None = None, print_items=None,
+            branches: int = 0) -> Candidates:  # fmt: skip
     """k candidate programs per source: ``jaxcc.tokens.Tokens`` (batched) to Program
     arrays shaped [B, k, ...]; reshape to [B * k, ...] for ``vm.run`` (candidate j of
     program b is row b * k + j). ``params``: the model's parameters (``weights.load``),
@@ -257,15 +309,29 @@ def compile(tokens, params, key, limits: Limits | None = None, k: int = 16,  # n
     (or longer than nlimits.max_src) are marked not ok. ``span_decode``: ``sample``'s.
     ``print_items``: Int32[B, PF, PP], the front end's print items
     (``debuginfo.Debug.print_items``, ``inputs.print_items``): the typed decoding mask
-    (``grammar``); None: the untyped mask."""
+    (``grammar``); None: the untyped mask.
+
+    ``branches`` (static int, at most k - 1): decode greedily once first, then make
+    candidates 1..branches that greedy sequence with one token changed, the departures
+    the model found least sure (``branch_force``: the smallest logit margins over the
+    2nd to 4th most likely tokens of each position), greedy after the change; the other
+    candidates are sampled as without it (candidate 0 greedy). Where the model's slip is
+    one token it nearly got right, a branch finds the right program that temperature
+    samples, which mostly repeat the slip, miss (docs/neural.md section 4)."""
     from jaxcc.limits import DEFAULT
 
     limits = limits or DEFAULT
     cfg = cfg or Config()
     nl = nlimits or cfg.nlimits
     src = source_features(tokens, nl)._replace(print_items=print_items)
+    force = None
+    if branches > 0 and k > 1:
+        first = sample(graphdef(cfg), params, src, key, 1, limits, 0.0, top_p, True,
+                       nlimits=nl, span_decode=span_decode, record_alt=True)  # fmt: skip
+        force = branch_force(first, k, branches)
+        greedy_first = True
     smp = sample(graphdef(cfg), params, src, key, k, limits, temperature, top_p, greedy_first,
-                 nlimits=nl, span_decode=span_decode)  # fmt: skip
+                 nlimits=nl, span_decode=span_decode, force=force)  # fmt: skip
     asm = assemble(smp.tokens, src, limits, nl)
     ok = asm.ok & smp.done & (src.error == 0)[:, None]
     bound = jnp.where((src.error == 0) & ~jnp.any(ok, axis=1), Bound.OUTPUT, src.error)
