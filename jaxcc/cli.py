@@ -209,6 +209,16 @@ def _add_backend_options(p: argparse.ArgumentParser) -> None:
         help="neural/hybrid: sampling temperature (0: all greedy; default 0.8)",
     )
     p.add_argument(
+        "--branches",
+        type=int,
+        default=0,
+        metavar="N",
+        help="neural/hybrid: make N of the K candidates the greedy one with one token "
+        "changed where the model was least sure, instead of samples (at most K - 1; "
+        "default 0). It helps where candidates are checked against the deterministic "
+        "code (hybrid), not the neural compiler's majority choice: docs/neural.md",
+    )
+    p.add_argument(
         "--seed",
         type=int,
         default=0,
@@ -754,7 +764,7 @@ def _cmd_run(ns: argparse.Namespace) -> int:
     from jaxcc.driver import Interrupt
 
     trace = sys.stderr if ns.trace else None
-    neural = {"k": ns.samples, "temperature": ns.temperature, "seed": ns.seed}
+    neural = _neural_options(ns)
     printer = _Printer(len(ns.files), ns.json)
     stop = Interrupt()
     results = None
@@ -778,9 +788,20 @@ def _cmd_run(ns: argparse.Namespace) -> int:
     return int(any(r.error is not None for r in results))
 
 
+def _neural_options(ns: argparse.Namespace) -> dict:
+    """The neural/hybrid compilers' options (``neural.api.compile_many``'s), checked."""
+    if ns.samples < 1:
+        raise SystemExit(f"jaxcc: --samples must be >= 1: {ns.samples}")
+    if not 0 <= ns.branches < ns.samples:
+        raise SystemExit(f"jaxcc: --branches must be from 0 to --samples - 1 "
+                         f"({ns.samples - 1}): {ns.branches}")  # fmt: skip
+    return {"k": ns.samples, "temperature": ns.temperature, "seed": ns.seed,
+            "branches": ns.branches}  # fmt: skip
+
+
 def _cmd_dis(ns: argparse.Namespace) -> int:
     limits = _limits(ns)
-    neural = {"k": ns.samples, "temperature": ns.temperature, "seed": ns.seed}
+    neural = _neural_options(ns)
     compile_many = _backend("compiler", ns.compiler, functools.partial(compilers, **neural))
     compile_many = _optimizing(ns.compiler, compile_many, *(_passes(ns) or (None,)))
     try:

@@ -160,6 +160,22 @@ def test_limit_options(tmp_path, capsys):
     assert status == 1 and err.splitlines()[-1].startswith("LimitError")
 
 
+def test_neural_options_are_checked(tmp_path, capsys):
+    hello = write(tmp_path, "hello.py", HELLO)
+    for argv, what in (
+        (
+            ("--samples", "4", "--branches", "4"),
+            "--branches must be from 0 to --samples - 1 (3): 4",
+        ),
+        (("--branches", "-1"), "--branches must be from 0"),
+        (("--samples", "0"), "--samples must be >= 1: 0"),
+    ):
+        with pytest.raises(SystemExit, match=what.replace("(", r"\(").replace(")", r"\)")):
+            jaxcc(capsys, "run", hello, *argv)
+    # in range: accepted (the python compiler ignores them)
+    assert jaxcc(capsys, "run", hello, "--samples", "4", "--branches", "3")[:2] == (0, "49 True\n")
+
+
 def test_every_limit_has_an_option():
     ns = cli.build_parser().parse_args(["run", "x.py"])
     assert cli._limits(ns) == CLI

@@ -113,3 +113,19 @@ def test_branches_do_not_depend_on_the_batch():
     # and the branches themselves (rows with a forced position) are deterministic
     np.testing.assert_array_equal(np.asarray(alone.samples.tokens[0]),
                                   np.asarray(batch.samples.tokens[1]))  # fmt: skip
+
+
+def test_hybrid_sample_each_passes_branches_on():
+    from jaxcc.neural import hybrid as H
+
+    params = M.init_params(CFG, 4)
+    toks, _ = host_lex_many(SOURCES[:2], LIM)
+    keys = jax.vmap(lambda i: jax.random.fold_in(jax.random.key(3), i))(jnp.arange(2))
+    cands, ok, _ = H.sample_each(toks, params, keys, 4, LIM, 0.8, 1.0, True, CFG, branches=3)
+    greedy, _, _ = H.sample_each(toks, params, keys, 1, LIM, 0.0, 1.0, True, CFG)
+    assert bool(jnp.all(ok))
+    op = np.asarray(cands.op)
+    np.testing.assert_array_equal(op[:, 0], np.asarray(greedy.op)[:, 0])
+    for b in range(2):  # one-token departures: programs other than the greedy one
+        rows = [np.concatenate([np.ravel(np.asarray(x[b, j])) for x in cands]) for j in range(4)]
+        assert sum(not np.array_equal(r, rows[0]) for r in rows[1:]) >= 2

@@ -58,22 +58,24 @@ def _take(cands: isa.Program, best):
 
 
 @functools.partial(
-    jax.jit, static_argnames=("cfg", "k", "nl", "vl", "n_probes", "greedy_first", "tier")
+    jax.jit,
+    static_argnames=("cfg", "k", "nl", "vl", "n_probes", "greedy_first", "tier", "branches"),
 )
 def choose(source, length, params, key, n_params, reference, temperature, top_p,
            cfg: Config, k: int, nl: Limits = NEURAL_LIMITS, vl: Limits = VERIFY_LIMITS,
-           n_probes: int = 64, greedy_first: bool = True, tier=None, print_items=None) -> Chosen:  # fmt: skip
+           n_probes: int = 64, greedy_first: bool = True, tier=None, print_items=None,
+           branches: int = 0) -> Chosen:  # fmt: skip
     """Sample, verify and choose, for a batch of padded sources (UInt8[B, N], N =
     nl.max_source_bytes). n_params: Int32[B, F] parameters per function (from the front
     end); reference: an isa.Program [B, ...] at nl's shape for level 3, or None (level 2);
     tier: the sampling budget (``sample.tier``), static; default the model's own.
     print_items: Int32[B, PF, PP], the front end's print items (``debuginfo.Debug.print_items``)
-    for the typed decoding mask, or None (untyped).
+    for the typed decoding mask, or None (untyped). branches: ``sample.compile``'s (static).
     """
     ks, kp = jax.random.split(key)
     tokens, lex_err = lexer.lex(source, length, nl)
     c = S.compile(tokens, params, ks, nl, k, temperature, top_p, greedy_first, cfg=cfg,
-                  nlimits=tier, print_items=print_items)  # fmt: skip
+                  nlimits=tier, print_items=print_items, branches=branches)  # fmt: skip
     probes = verify.make_probes(tokens, n_params, kp, n_probes)
     if reference is None:
         v = verify.cluster(c.program, probes, vl)
@@ -139,7 +141,7 @@ class Report(NamedTuple):
 def compile_many(sources, limits: Limits, mode: str = "neural", k: int = 16,
                  temperature: float = 0.8, top_p: float = 0.95, seed: int = 0,
                  weights_path: str | None = None, n_probes: int = 64, report: list | None = None,
-                 typed: bool = True):  # fmt: skip
+                 typed: bool = True, branches: int = 0):  # fmt: skip
     """Host wrapper: (Program [B, ...] at ``limits``' shape, Error [B], debug list).
 
     mode "neural": level-2 choice; a program outside the neural bounds (its source
@@ -151,7 +153,9 @@ def compile_many(sources, limits: Limits, mode: str = "neural", k: int = 16,
     compiled and fit the neural path, all in one sub-batch; the deterministic code wherever no candidate is verified. ``report``
     (a list) gets ``(index, verify.reason_counts)`` for each program that was sampled.
     ``typed``: sample with the typed decoding mask (the print items of the front end that
-    has just compiled the program: ``DebugInfo.print_items``); False: the untyped mask."""
+    has just compiled the program: ``DebugInfo.print_items``); False: the untyped mask.
+    ``branches``: that many of the k candidates are branches of the greedy sequence
+    (``sample.compile``)."""
     from jaxcc.neural import weights
 
     cfg, params = weights.load(weights_path or weights.DEFAULT)
@@ -171,7 +175,7 @@ def compile_many(sources, limits: Limits, mode: str = "neural", k: int = 16,
     if mode == "hybrid":
         if todo:
             _hybrid_into(program, todo, data, cfg, params, k, temperature, top_p, seed,
-                         n_probes, used, report)  # fmt: skip
+                         n_probes, used, report, branches)  # fmt: skip
         debug = [d._replace(local_names=()) if used[j] else d for j, d in enumerate(debug)]
         return program, error, debug
     found_at: dict[int, int] = {}
@@ -197,6 +201,7 @@ def compile_many(sources, limits: Limits, mode: str = "neural", k: int = 16,
                 n_probes,
                 tier=_tier([data[j] for j in todo], cfg, nl),
                 print_items=_print_item_table([debug[j] for j in idx]) if typed else None,
+                branches=branches,
             )  # fmt: skip
         )
         for r, j in enumerate(todo):
@@ -252,7 +257,7 @@ def _tier(sources, cfg: Config, nl: Limits):
 
 
 def _hybrid_into(program, todo, data, cfg, params, k, temperature, top_p, seed, n_probes,
-                 used, report) -> None:  # fmt: skip
+                 used, report, branches: int = 0) -> None:  # fmt: skip
     """``hybrid_compile`` on the sources ``todo`` (indices into data), padded to a power of
     two with a source that does not compile (so padding is never sampled); the verified
     candidates are written into ``program`` (host arrays at the caller's widths)."""
@@ -281,6 +286,7 @@ def _hybrid_into(program, todo, data, cfg, params, k, temperature, top_p, seed, 
             vl=VERIFY_LIMITS,
             n_probes=n_probes,
             tier=_tier([data[j] for j in todo], cfg, nl),
+            branches=branches,
         )  # fmt: skip
     )
     for r, j in enumerate(todo):

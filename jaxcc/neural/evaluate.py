@@ -333,7 +333,7 @@ def main(argv=None) -> int:
                     hand.append(os.path.join(d, f))
     if hand:
         summary["handwritten"] = handwritten(hand, weights_path=ns.weights, chunk=ns.chunk,
-                                             typed=not ns.untyped)  # fmt: skip
+                                             typed=not ns.untyped, branches=ns.branches)  # fmt: skip
         print(
             "handwritten",
             summary["handwritten"]["correct"],
@@ -372,16 +372,17 @@ def expected_outcome(path: str) -> tuple[str, str | None]:
 
 
 def handwritten(paths, k: int = 16, weights_path: str | None = None, chunk: int | None = None,
-                typed: bool = True):  # fmt: skip
+                typed: bool = True, branches: int = 0):  # fmt: skip
     """Compile each file with the neural path alone (as ``jaxcc run --compiler neural``
     does, with the weights at ``weights_path``, default the shipped ones), run it, and
     compare what it prints and the error it ends with (none, a run-time error, or the
     front end's compile-time error, which the model is never asked about) with
     ``expected_outcome``. ``chunk``: compile that many files per call (memory: all 83
-    at once needed 21 GB on the CPU); None: all in one call. ``typed``: compile_many's."""
+    at once needed 21 GB on the CPU); None: all in one call. ``typed``, ``branches``:
+    compile_many's."""
     if chunk and len(paths) > chunk:
         parts = [
-            handwritten(paths[i : i + chunk], k, weights_path, typed=typed)
+            handwritten(paths[i : i + chunk], k, weights_path, typed=typed, branches=branches)
             for i in range(0, len(paths), chunk)
         ]
         files = [f for part in parts for f in part["files"]]
@@ -394,7 +395,7 @@ def handwritten(paths, k: int = 16, weights_path: str | None = None, chunk: int 
     lim = CLI._replace(max_stack=4096, max_depth=200, max_output=4096, max_steps=5_000_000,
                        max_code=4096, max_source_bytes=8192, max_tokens=4096, max_nodes=4096)  # fmt: skip
     prog, err, _ = api.compile_many(sources, lim, mode="neural", k=k, weights_path=weights_path,
-                                    typed=typed)  # fmt: skip
+                                    typed=typed, branches=branches)  # fmt: skip
     res = jax.device_get(vm.run(prog, lim))
     per = []
     for i, pth in enumerate(paths):

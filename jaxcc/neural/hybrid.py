@@ -198,18 +198,20 @@ def _slots(routed, m: int):
 
 
 def sample_each(tokens, params, keys, k: int, nl: Limits, temperature, top_p,
-                greedy_first: bool, cfg: Config, tier=None, print_items=None):  # fmt: skip
+                greedy_first: bool, cfg: Config, tier=None, print_items=None,
+                branches: int = 0):  # fmt: skip
     """k candidates per program: ``sample.compile`` on each program (Tokens [m, T]) with
     its own key (keys: [m]), vmapped over programs, so a program's candidates do not
     depend on its position in the batch. Returns (program [m, k, ...], ok Bool[m, k],
     bound Int32[m]). tier: the sampling budget (``sample.tier``; default the model's).
-    print_items: Int32[m, PF, PP], the typed mask's print items, or None (untyped)."""
+    print_items: Int32[m, PF, PP], the typed mask's print items, or None (untyped).
+    branches: ``sample.compile``'s."""
 
     def one(tok, key, pt):
         tok1 = jax.tree.map(lambda x: x[None], tok)
         pt1 = None if pt is None else pt[None]
         c = S.compile(tok1, params, key, nl, k, temperature, top_p, greedy_first, cfg=cfg,
-                      nlimits=tier, print_items=pt1)  # fmt: skip
+                      nlimits=tier, print_items=pt1, branches=branches)  # fmt: skip
         return jax.tree.map(lambda x: x[0], (c.program, c.ok, c.bound))
 
     return jax.vmap(one)(tokens, keys, print_items)
@@ -230,6 +232,7 @@ def sample_each(tokens, params, keys, k: int, nl: Limits, temperature, top_p,
         "propose",
         "tier",
         "typed",
+        "branches",
     ),
 )
 def hybrid_compile(source, length, params, router_params, threshold, key,
@@ -237,7 +240,7 @@ def hybrid_compile(source, length, params, router_params, threshold, key,
                    cfg: Config, k: int = 16, m: int = 16, nl: Limits = NEURAL_LIMITS,
                    vl: Limits = VERIFY_LIMITS, n_probes: int = 64, greedy_first: bool = True,
                    shrink: int | None = None, propose=None, tier=None,
-                   typed: bool = True) -> Hybrid:  # fmt: skip
+                   typed: bool = True, branches: int = 0) -> Hybrid:  # fmt: skip
     """Paper Algorithm 3 for a batch, on the device, in one jit (composable in yours).
 
     source: UInt8[B, N] padded sources (N = limits.max_source_bytes), length: Int32[B]
@@ -260,7 +263,8 @@ def hybrid_compile(source, length, params, router_params, threshold, key,
     token budget (``sample.tier(n, cfg)`` for sources of at most n tokens; default the
     model's own): a shorter one makes sampling several times cheaper, and a source over
     it gets no candidate (FALLBACK). typed: sample with the typed decoding mask (the
-    deterministic front end's print items, ``Debug.print_items``).
+    deterministic front end's print items, ``Debug.print_items``). branches: that many of
+    the k candidates are branches of the greedy sequence (``sample.compile``).
 
     Returns ``Hybrid`` (see the module docstring for what is computed). Cost: the
     deterministic compiler on B programs plus k samples and k * (1 + (F - 1) * n_probes)
@@ -297,7 +301,7 @@ def hybrid_compile(source, length, params, router_params, threshold, key,
         print_items = debug.print_items[rows] if typed else None
         cands, ok, bound = sample_each(
             sub_tokens, params, ks[:, 0], k, nl, temperature, top_p, greedy_first, cfg, tier,
-            print_items,
+            print_items, branches,
         )  # fmt: skip
     else:
         cands, ok, bound = propose(params, sub_tokens, ref, ks[:, 0])
