@@ -211,12 +211,13 @@ def _add_backend_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--branches",
         type=int,
-        default=0,
+        default=None,
         metavar="N",
         help="neural/hybrid: make N of the K candidates the greedy one with one token "
-        "changed where the model was least sure, instead of samples (at most K - 1; "
-        "default 0). It helps where candidates are checked against the deterministic "
-        "code (hybrid), not the neural compiler's majority choice: docs/neural.md",
+        "changed where the model was least sure, instead of samples (at most K - 1). "
+        "It helps where candidates are checked against the deterministic code, so the "
+        "default is K/2 for hybrid and 0 for neural, whose majority choice it does not "
+        "help: docs/neural.md",
     )
     p.add_argument(
         "--seed",
@@ -792,11 +793,14 @@ def _neural_options(ns: argparse.Namespace) -> dict:
     """The neural/hybrid compilers' options (``neural.api.compile_many``'s), checked."""
     if ns.samples < 1:
         raise SystemExit(f"jaxcc: --samples must be >= 1: {ns.samples}")
-    if not 0 <= ns.branches < ns.samples:
+    branches = ns.branches
+    if branches is None:  # measured: docs/neural.md section 6, "Branch decoding"
+        branches = ns.samples // 2 if ns.compiler == "hybrid" else 0
+    if not 0 <= branches < ns.samples:
         raise SystemExit(f"jaxcc: --branches must be from 0 to --samples - 1 "
-                         f"({ns.samples - 1}): {ns.branches}")  # fmt: skip
+                         f"({ns.samples - 1}): {branches}")  # fmt: skip
     return {"k": ns.samples, "temperature": ns.temperature, "seed": ns.seed,
-            "branches": ns.branches}  # fmt: skip
+            "branches": branches}  # fmt: skip
 
 
 def _cmd_dis(ns: argparse.Namespace) -> int:

@@ -172,6 +172,12 @@ def test_neural_options_are_checked(tmp_path, capsys):
     ):
         with pytest.raises(SystemExit, match=what.replace("(", r"\(").replace(")", r"\)")):
             jaxcc(capsys, "run", hello, *argv)
+    # the defaults: half the candidates are branches for hybrid (checked against the
+    # deterministic code), none for neural (majority choice)
+    ns = cli.build_parser().parse_args(["run", "--compiler", "hybrid", hello])
+    assert cli._neural_options(ns)["branches"] == 8
+    ns = cli.build_parser().parse_args(["run", "--compiler", "neural", "--samples", "4", hello])
+    assert cli._neural_options(ns)["branches"] == 0
     # in range: accepted (the python compiler ignores them)
     assert jaxcc(capsys, "run", hello, "--samples", "4", "--branches", "3")[:2] == (0, "49 True\n")
 
