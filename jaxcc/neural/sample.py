@@ -116,7 +116,15 @@ def sample(graphdef, params, src: Src, key, k: int, limits: Limits, temperature=
     GPU's cache layout, no groups): a decode step, bound by reading the output cache,
     reads only the first span(t) positions. On an H100 it gave the plain loop's samples
     (2,048 of 2,048) 1.6-1.9x faster (docs/neural.md, section 4); ``False`` is the one
-    loop the shipped model was first evaluated with."""
+    loop the shipped model was first evaluated with.
+
+    ``force`` (Int32[B, k, 2] or None): per sample a (position, token) pair; a sample
+    with position >= 0 is decoded greedily except that at that position it takes the
+    given token, where the mask allows it there (else the greedy one): the branches of
+    ``branch_force``. ``record_alt`` (static): also return, per position, the 2nd to
+    (``ALT_RANKS`` + 1)-th most likely allowed tokens under the mask and the logit
+    margin from the most likely one to each (``Samples.alt``, ``Samples.margin``; inf
+    where fewer are allowed)."""
     cpu = cpu_decode_default() if cpu_decode is None else cpu_decode
     by_span = True if span_decode is None else span_decode
     model = nnx.merge(graphdef, params)
