@@ -24,6 +24,7 @@ import argparse
 import functools
 import json
 import os
+import sys
 import time
 
 import jax
@@ -65,10 +66,12 @@ def reference_programs(sources, nl):
 
 
 def judge(sources, cfg, params, key, k, temperature, greedy_first, n_probes, nl, vl, batch=64,
-          typed=True, branches=0):  # fmt: skip
+          typed=True, branches=0, log=None):  # fmt: skip
     """Bool[len, k]: which of k samples per source behave as the reference; and timing.
     Each batch samples at the smallest budget that holds its longest source
-    (``sample.tier``). ``typed``, ``branches``: ``judged``'s."""
+    (``sample.tier``). ``typed``, ``branches``: ``judged``'s. ``log``: called with one
+    line per batch (its rows, tier, seconds and the rows with no right candidate), so
+    that a run cut short by a device's time limit still says what it judged."""
     ref, ok = reference_programs(sources, nl)
     n_src = S.n_source_tokens(sources, nl)
     out = np.zeros((len(sources), k), bool)
@@ -89,6 +92,10 @@ def judge(sources, cfg, params, key, k, temperature, greedy_first, n_probes, nl,
         acc = np.asarray(jax.device_get(v))
         t_sample += time.time() - t0
         out[idx] = acc[: len(idx)] & ok[idx, None]
+        if log is not None:
+            none = [j for j in idx if ok[j] and not out[j].any()]
+            log(f"judge rows {idx[0]}-{idx[-1]} tier {tier} k {k}: {time.time() - t0:.1f} s, "
+                f"{int(ok[idx].sum())} live, none right: {none}")  # fmt: skip
     return out, ok, t_sample
 
 
@@ -291,18 +298,22 @@ def main(argv=None) -> int:
                "branches": ns.branches,
                "levels": {}}  # fmt: skip
     rows = []
+
+    def log(line):
+        print(f"[level {level}] {line}", file=sys.stderr, flush=True)
+
     for level in [int(x) for x in ns.levels.split(",") if x]:
         srcs = heldout_sources(level, ns.n)
         typed = not ns.untyped
         if ns.branches:  # candidate 0 is the greedy sequence: no separate greedy run
             samp, ok, ts = judge(srcs, cfg, params, key, ns.k, ns.temperature, True, ns.probes,
-                                 nl, vl, ns.batch, typed, ns.branches)  # fmt: skip
+                                 nl, vl, ns.batch, typed, ns.branches, log)  # fmt: skip
             greedy, tg = samp[:, :1], 0.0
         else:
             greedy, ok, tg = judge(srcs, cfg, params, key, 1, 0.0, True, ns.probes, nl, vl,
-                                   ns.batch, typed)  # fmt: skip
+                                   ns.batch, typed, log=log)  # fmt: skip
             samp, _, ts = judge(srcs, cfg, params, key, ns.k, ns.temperature, False, ns.probes,
-                                nl, vl, ns.batch, typed)  # fmt: skip
+                                nl, vl, ns.batch, typed, log=log)  # fmt: skip
         c = samp.sum(axis=1)
         live = ok
         # the unbiased estimator needs independent samples; branches are not: any of k only
