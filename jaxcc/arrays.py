@@ -6,6 +6,7 @@ out-of-range case explicit. Every integer on the device is int32 (docs/layouts.m
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 
 I32 = jnp.int32
@@ -20,4 +21,122 @@ def as_i32(x):
 def gather(a, idx, fill=0):
     """``a[idx]`` where 0 <= idx < len(a), else ``fill`` (gathers clamp silently)."""
     ok = (idx >= 0) & (idx < a.shape[0])
-    return jnp.where(ok, a[jnp.clip(idx, 0, a.shape[0] - 1)], jnp.asarray(fill, a.dtype))
+    return jnp.where(ok, take_rows(a, idx), jnp.asarray(fill, a.dtype))
+
+
+def index(a, idx):
+    """``a[idx]`` for an integer array ``idx`` along the leading axis, exactly as jnp
+    indexes (an index below 0 counts from the end, then it is clamped), through
+    ``take_rows``: under ``vmap`` no Int32[B, ..., 2] index array."""
+    idx = jnp.asarray(idx)
+    return take_rows(a, jnp.where(idx < 0, idx + a.shape[0], idx))
+
+
+# Indices into the flattened batch must fit int32; above this the rule keeps XLA's own.
+_FLAT_MAX = 2**31 - 1
+
+
+@jax.custom_batching.custom_vmap
+def take_rows(a, idx):
+    """``a[clip(idx, 0, len(a) - 1)]`` along the leading axis (``jnp.take(mode="clip")``).
+
+    Under ``vmap`` with a batched ``a`` this gathers from ``a`` flattened over the batch,
+    at ``idx + lane * len(a)``, instead of the batched gather that ``jnp.take`` becomes:
+    XLA rewrites a gather with batching dimensions into one whose indices are the
+    (lane, row) pairs, concatenated into an Int32[B, ..., 2] array that is materialized
+    (a kernel and 8 bytes per index on the GPU). The values are the same.
+    """
+    return jnp.take(a, idx, axis=0, mode="clip")
+
+
+@take_rows.def_vmap
+def _take_rows_vmap(axis_size, in_batched, a, idx):
+    a_batched, idx_batched = in_batched
+    if not a_batched:  # one table for every lane: a plain gather already
+        return take_rows(a, idx), idx_batched
+    n = a.shape[1]
+    if not idx_batched:
+        idx = jnp.broadcast_to(idx, (axis_size,) + idx.shape)
+    if axis_size * n > _FLAT_MAX or n == 0:
+        return jax.vmap(lambda x, i: jnp.take(x, i, axis=0, mode="clip"))(a, idx), True
+    idx = jnp.clip(idx.astype(I32), 0, n - 1)
+    lane = jnp.arange(axis_size, dtype=I32).reshape((axis_size,) + (1,) * (idx.ndim - 1))
+    # take_rows again, so that an outer vmap flattens its own axis too
+    return take_rows(a.reshape((axis_size * n,) + a.shape[2:]), idx + lane * n), True
+
+
+@jax.custom_batching.custom_vmap
+def set_rows(a, idx, vals):
+    """``a.at[idx].set(vals, mode="drop", unique_indices=True)`` along the leading axis
+    (``idx`` Int32[m], ``vals`` [m, ...]): rows ``idx`` replaced by ``vals``; an index
+    below 0 counts from the end, one still outside [0, len(a)) is dropped. The kept
+    indices must be distinct.
+
+    Under ``vmap`` with a batched ``a`` it scatters into ``a`` flattened over the batch,
+    at ``idx + lane * len(a)`` (``take_rows``' reason: no Int32[B, m, 2] index array). A
+    dropped index goes past every lane's rows, each to a place of its own, so a lane's
+    write never lands in another lane's rows.
+    """
+    return a.at[idx].set(vals, mode="drop", unique_indices=True)
+
+
+@set_rows.def_vmap
+def _set_rows_vmap(axis_size, in_batched, a, idx, vals):
+    a, idx, vals = (x if b else jnp.broadcast_to(x, (axis_size,) + x.shape)
+                    for x, b in zip((a, idx, vals), in_batched, strict=True))  # fmt: skip
+    n, m = a.shape[1], idx.shape[1]
+    if idx.ndim != 2 or axis_size * (n + m) > _FLAT_MAX or n == 0:
+        return jax.vmap(lambda x, i, v: x.at[i].set(v, mode="drop", unique_indices=True))(
+            a, idx, vals), True  # fmt: skip
+    idx = idx.astype(I32)
+    idx = jnp.where(idx < 0, idx + n, idx)
+    lane = jnp.arange(axis_size, dtype=I32)[:, None]
+    spare = axis_size * n + lane * m + jnp.arange(m, dtype=I32)[None, :]
+    flat_idx = jnp.where((idx >= 0) & (idx < n), idx + lane * n, spare)
+    flat = a.reshape((axis_size * n,) + a.shape[2:])
+    out = set_rows(flat, flat_idx.reshape(-1), vals.reshape((axis_size * m,) + vals.shape[2:]))
+    return out.reshape(a.shape), True
+
+
+def _scatter_op(op: str):
+    """``a.at[idx].<op>(vals, mode="drop")`` along the leading axis as a function whose
+    vmap rule scatters into ``a`` flattened over the batch (``set_rows``' reason); an
+    index below 0 counts from the end, one still outside [0, len(a)) is dropped."""
+
+    def plain(a, idx, vals):
+        return getattr(a.at[idx], op)(vals, mode="drop")
+
+    f = jax.custom_batching.custom_vmap(plain)
+
+    def rule(axis_size, in_batched, a, idx, vals):
+        a_b, i_b, v_b = in_batched
+        if not (a_b or i_b or v_b):
+            return f(a, idx, vals), False
+        row = a.shape[1:] if a_b else a.shape
+        lane_idx = idx.shape[1:] if i_b else idx.shape
+        # each lane's values as the scatter broadcasts them: Int32[lane_idx + row[1:]]
+        vshape = lane_idx + row[1:]
+        if v_b:
+            vals = jax.vmap(lambda u: jnp.broadcast_to(u, vshape))(vals)
+        else:
+            vals = jnp.broadcast_to(vals, (axis_size,) + vshape)
+        a = a if a_b else jnp.broadcast_to(a, (axis_size,) + a.shape)
+        idx = idx if i_b else jnp.broadcast_to(idx, (axis_size,) + idx.shape)
+        n = a.shape[1]
+        if axis_size * (n + 1) > _FLAT_MAX or n == 0:
+            return jax.vmap(plain)(a, idx, vals), True
+        idx = idx.astype(I32)
+        idx = jnp.where(idx < 0, idx + n, idx)
+        lane = jnp.arange(axis_size, dtype=I32).reshape((axis_size,) + (1,) * (idx.ndim - 1))
+        flat_idx = jnp.where((idx >= 0) & (idx < n), idx + lane * n, axis_size * n)
+        out = f(a.reshape((axis_size * n,) + a.shape[2:]), flat_idx, vals)
+        return out.reshape(a.shape), True
+
+    f.def_vmap(rule)
+    return f
+
+
+add_at = _scatter_op("add")
+max_at = _scatter_op("max")
+min_at = _scatter_op("min")
+set_at = _scatter_op("set")  # duplicate indices: one of their values, as jnp's own

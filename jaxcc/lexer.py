@@ -22,7 +22,7 @@ import numpy as np
 from jax import lax
 
 from jaxcc import lexer_tables as LT
-from jaxcc.arrays import I32, gather
+from jaxcc.arrays import I32, gather, index
 from jaxcc.errors import (
     INT_MAX_STR_DIGITS,
     MAX_INDENT_LEVEL,
@@ -265,9 +265,9 @@ def _dfa_tokens(x: _Bytes, tables) -> _Dfa:
     fa_last = _cummax(jnp.where(fa, x.idx, -1))
     im_last = _cummax(jnp.where(im, x.idx, -1))
     t_num = dfa_start & (x.cls >= C.D0) & (x.cls <= C.D89)
-    m_end = jnp.where(t_num, ia_last[last], 0)  # for a number token start: its NUMBER's end
-    n_imag = t_num & (im_last[last] >= x.idx)
-    n_float = t_num & ~n_imag & (fa_last[last] >= x.idx)
+    m_end = jnp.where(t_num, index(ia_last, last), 0)  # for a number token start: its NUMBER's end
+    n_imag = t_num & (index(im_last, last) >= x.idx)
+    n_float = t_num & ~n_imag & (index(fa_last, last) >= x.idx)
     return _Dfa(dfa_start, tok_end, last, fa_last, im_last, t_num, m_end, n_imag, n_float)
 
 
@@ -295,7 +295,7 @@ def _split_numbers(x: _Bytes, d: _Dfa) -> _Toks:
     inside = (x.idx > sp_from) & (x.idx < sp_cover)
     is_start = (d.start & ~inside) | split_at
     tok_start, tok_end = _bounds(is_start, x.idx, x.n)
-    first_cls = x.cls[tok_start]
+    first_cls = index(x.cls, tok_start)
     last_b = gather(x.b, tok_end - 1, LT.PAD_BYTE)
     return _Toks(is_start, tok_start, tok_end, first_cls, last_b)
 
@@ -478,7 +478,7 @@ def _number_values(x: _Bytes, d: _Dfa, tok: _Toks) -> _Num:
     # t_num; m_end >= 0)
     s_of = tok.tok_start
     packed = (m_end << 4) | (base_ix << 2) | (prefixed.astype(I32) << 1) | d.t_num.astype(I32)
-    g = packed[s_of]
+    g = index(packed, s_of)
     num_of = (g & 1) != 0
     me_of = g >> 4
     pre_of = (g & 2) != 0
@@ -764,10 +764,10 @@ def _token_errors(
         err,
     )
     dot_detail = jnp.where(
-        d.im_last[d.last] >= idx,
+        index(d.im_last, d.last) >= idx,
         Unsupported.IMAGINARY,
         jnp.where(
-            d.fa_last[d.last] >= idx,
+            index(d.fa_last, d.last) >= idx,
             Unsupported.FLOAT,
             jnp.where(
                 (x.b_next == ord(".")) & (x.b_next2 == ord(".")),
@@ -936,15 +936,17 @@ def _error_code(fe: _First, te: _TokErr, s: _Str, g: _Glue, ind: _Indent):
     return jnp.select(
         [which == 0, which == 1, which == 2, which == 3, which == 4, which == 5],
         [
-            te.err[fe.i_tok].astype(I32),
-            s.str_err[fe.i_str],
+            index(te.err, fe.i_tok).astype(I32),
+            index(s.str_err, fe.i_str),
             Code.SYNTAX * 64
-            + jnp.where(gl_dec[fe.i_gl], Syntax.INVALID_DECIMAL, Syntax.INVALID_NUMBER).astype(I32),
+            + jnp.where(
+                index(gl_dec, fe.i_gl), Syntax.INVALID_DECIMAL, Syntax.INVALID_NUMBER
+            ).astype(I32),
             jnp.where(
-                ind.k_bad_dedent[i_k],
+                index(ind.k_bad_dedent, i_k),
                 Code.INDENTATION * 64 + Syntax.UNINDENT_MISMATCH,
                 jnp.where(
-                    ind.k_too_many[i_k],
+                    index(ind.k_too_many, i_k),
                     Code.INDENTATION * 64 + Syntax.TOO_DEEP,
                     Code.LIMIT * 64 + Limit.INDENT_DEPTH,
                 ),
@@ -962,12 +964,12 @@ def _error_position(
     """The first error's line and column: at its byte, but at ENDMARKER's line for EOF
     and after the line's last byte for an unindent."""
     which, i_k = fe.which, fe.i_k
-    i_k_pos = ind.k_pos[i_k]
+    i_k_pos = index(ind.k_pos, i_k)
     k_end = gather(se.nl_next, i_k_pos, 0)
-    line_len = k_end - ind.k_ls[i_k] - (gather(x.b, k_end - 1, 0) == ord("\r")).astype(I32)
+    line_len = k_end - index(ind.k_ls, i_k) - (gather(x.b, k_end - 1, 0) == ord("\r")).astype(I32)
     e_byte = jnp.select(
         [which == 0, which == 1, which == 2, which == 3, which == 5],
-        [fe.i_tok, s.str_at[fe.i_str], fe.i_gl, i_k_pos, fe.nul_ls],
+        [fe.i_tok, index(s.str_at, fe.i_str), fe.i_gl, i_k_pos, fe.nul_ls],
         0,
     )
     e_line = jnp.where(which == 4, eof.l_end, gather(ln.line_no, e_byte, 0))
@@ -976,7 +978,7 @@ def _error_position(
         [
             # CPython's compile() puts an unindent's caret after the line's last byte
             # (tokenize: before the first non-blank one)
-            jnp.where(ind.k_bad_dedent[i_k], line_len, 0),
+            jnp.where(index(ind.k_bad_dedent, i_k), line_len, 0),
             0,
             0,
         ],
@@ -1013,7 +1015,7 @@ def _token_count(x: _Bytes, ind: _Indent, emit, fe: _First, eof: _Eof, T: int) -
     n_emit = jnp.where(fe.has_err, before_err, total_bytes + eof.eof_count)
     # the token limit: the first token that does not fit is the error
     # (host_lex checks the token count before the depth of an INDENT at index T)
-    depth_err = (fe.which == 3) & ~ind.k_bad_dedent[fe.i_k]
+    depth_err = (fe.which == 3) & ~index(ind.k_bad_dedent, fe.i_k)
     over = (n_emit > T) | (fe.has_err & depth_err & (n_emit >= T))
     return _Count(base, total_bytes, n_emit, over)
 
@@ -1058,13 +1060,13 @@ def _line_events(ind: _Indent, sl: _Slots, K: int) -> _Ev:
     """The INDENT (at the line's start) or DEDENTs (at its first token) of a slot's
     statement line."""
     kid = jnp.clip(sl.eid, 0, K - 1)
-    l_ind = ind.k_indent[kid]
-    l_line = ind.k_line[kid]
-    l_pos = ind.k_pos[kid]
-    l_pcol = l_pos - ind.k_ls[kid]
+    l_ind = index(ind.k_indent, kid)
+    l_line = index(ind.k_line, kid)
+    l_pos = index(ind.k_pos, kid)
+    l_pcol = l_pos - index(ind.k_ls, kid)
     return _Ev(
         kind=jnp.where(l_ind, Tok.INDENT, Tok.DEDENT),
-        start=jnp.where(l_ind, ind.k_ls[kid], l_pos),
+        start=jnp.where(l_ind, index(ind.k_ls, kid), l_pos),
         end=l_pos,
         line=l_line,
         col=jnp.where(l_ind, 0, l_pcol),
@@ -1077,18 +1079,18 @@ def _line_events(ind: _Indent, sl: _Slots, K: int) -> _Ev:
 def _token_events(ln: _Lines, em: _Emit, tid) -> _Ev:
     """The token at byte tid of each slot."""
     t_s = tid
-    t_e = em.real_end[tid]
-    t_line = ln.line_no[tid]
-    t_col = ln.col[tid]
+    t_e = index(em.real_end, tid)
+    t_line = index(ln.line_no, tid)
+    t_col = index(ln.col, tid)
     return _Ev(
-        kind=em.kind[tid],
+        kind=index(em.kind, tid),
         start=t_s,
         end=t_e,
         line=t_line,
         col=t_col,
         end_line=t_line,
         end_col=t_col + t_e - t_s,
-        value=em.value[tid],
+        value=index(em.value, tid),
     )
 
 
@@ -1163,7 +1165,7 @@ def _name_values(x: _Bytes, tok: _Toks, c: _Kinds, w: _Words, sl: _Slots, o: _Ou
         T,
         tables[3:],
     )
-    return jnp.where(o.live & (sl.typ == 2) & w.n_user[tid], value_out, o.ev.value)
+    return jnp.where(o.live & (sl.typ == 2) & index(w.n_user, tid), value_out, o.ev.value)
 
 
 class _ErrAt(NamedTuple):
@@ -1189,8 +1191,8 @@ def _finish(
     e_line = jnp.where(over & (n_emit > T), o.over_line, e.line)
     e_col = jnp.where(over & (n_emit > T), o.over_col, e.col)
     code_d = jnp.where(na_any, Code.UNSUPPORTED * 64 + Unsupported.NON_ASCII, code_d)
-    e_line = jnp.where(na_any, ln.line_no[na_i], e_line)
-    e_col = jnp.where(na_any, ln.col[na_i], e_col)
+    e_line = jnp.where(na_any, index(ln.line_no, na_i), e_line)
+    e_col = jnp.where(na_any, index(ln.col, na_i), e_col)
     code_d = jnp.where(too_long, Code.LIMIT * 64 + Limit.SOURCE_BYTES, code_d)
     e_line = jnp.where(too_long, 1, e_line)
     e_col = jnp.where(too_long, 0, e_col)
@@ -1392,7 +1394,7 @@ def _intern(
     """
     TS = T + 1
     tid = jnp.clip(eid, 0, N - 1)
-    is_user = (typ == 2) & user_start[tid]
+    is_user = (typ == 2) & index(user_start, tid)
     # polynomial hashes of each token's bytes: sum b[i] * mul**i, scaled by mul**-start
     hs = []
     for pw, inv in (hash_tables[0:2], hash_tables[2:4]):
@@ -1400,8 +1402,8 @@ def _intern(
             jnp.where(idx < N, (b & 0xFF).astype(u32) * jnp.asarray(pw), 0).astype(u32), dtype=u32
         )
         h_before = _shift_right(h, _c(0, u32))
-        e = tok_end[tid]
-        hv = (gather(h, e - 1, 0).astype(u32) - h_before[tid]) * jnp.asarray(inv)[tid]
+        e = index(tok_end, tid)
+        hv = (gather(h, e - 1, 0).astype(u32) - index(h_before, tid)) * jnp.asarray(inv)[tid]
         hs.append(jnp.where(is_user, hv, _c(0, u32)))
     nlen = jnp.where(is_user, out.end - out.start, 0)
     flag = jnp.where(is_user, 0, 1).astype(I32)
@@ -1419,7 +1421,7 @@ def _intern(
     # every byte of a user name: its slot's sorted position
     s_of = tok_start
     slot_of = jnp.where(is_start, tok_base, TS)[s_of]
-    in_user = user_start[s_of] & (slot_of < TS) & (idx < tok_end[s_of])
+    in_user = index(user_start, s_of) & (slot_of < TS) & (idx < index(tok_end, s_of))
     r_of = rank[jnp.clip(slot_of, 0, TS - 1)]
 
     def resolve(state):

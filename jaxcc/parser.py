@@ -24,7 +24,7 @@ from jax import lax
 
 from jaxcc import grammar as G
 from jaxcc import lexer
-from jaxcc.arrays import I32
+from jaxcc.arrays import I32, index, set_rows
 from jaxcc.errors import Code, Error, Limit, Syntax, without_bom
 from jaxcc.limits import DEFAULT, Limits
 from jaxcc.ops import BUILTIN_ID
@@ -161,12 +161,12 @@ def _step(c: _Carry, p: _Prog, tabs: _Tabs, nnt: int) -> _Carry:
     D, N = c.stack.shape[0], c.nodes.shape[0]
     T = p.kv.shape[0]
     active = ~c.done
-    a, t = p.sig[jnp.minimum(c.pos, T)]
+    a, t = index(p.sig, jnp.minimum(c.pos, T))
     exhausted = c.pos >= p.n_sig
     # a lexer error truncated the tokens: stop where they end, leaving the lexer's error
     stop_lex = exhausted & p.lex_failed
 
-    s = c.stack[jnp.clip(c.sp - 1, 0, D - 1), _S_STATE]
+    s = index(c.stack, jnp.clip(c.sp - 1, 0, D - 1))[_S_STATE]
     act = tabs.action[s * N_TOK + a]
     typ = act & 3
     arg = act >> 2
@@ -180,18 +180,18 @@ def _step(c: _Carry, p: _Prog, tabs: _Tabs, nnt: int) -> _Carry:
     aux = rule[G.F["aux"]]
     base = c.sp - L
     at_rows = [base - 1, base, base + aux, base + aux + 1, base + 1, base + 2, base + 3, base + 4]
-    rows = c.stack[jnp.clip(jnp.stack(at_rows), 0, D - 1)]
+    rows = index(c.stack, jnp.clip(jnp.stack(at_rows), 0, D - 1))
     s_below = rows[0, _S_STATE]
     first = jnp.where(L > 0, rows[1, _S_FIRST], t)
     nstart = jnp.where(L > 0, rows[1, _S_NSTART], c.n)
     goto = tabs.goto[(s_below * nnt + rule[G.F["lhs"]]) * N_TOK + a]
 
     vt = jnp.clip(first + rule[G.F["voff"]], 0, T - 1)
-    value = jnp.where(rule[G.F["vmode"]] == G.VAL_TOKEN, p.kv[vt, 1], rule[G.F["val"]])
+    value = jnp.where(rule[G.F["vmode"]] == G.VAL_TOKEN, index(p.kv, vt)[1], rule[G.F["val"]])
     # the rhs symbol the action inspects (annotation, assignment target, error position)
     at_raw = rows[2, _S_FIRST] + rule[G.F["aoff"]]
     at = jnp.clip(at_raw, 0, T - 1)
-    akind, avalue = p.kv[at]
+    akind, avalue = index(p.kv, at)
     ann = _ann_code(akind, avalue)
     ann_ok = (at_raw == rows[2, _S_LAST]) & (ann != 0)
     op = jnp.where(rule[G.F["opmode"]] == G.OP_ANN, ann, rule[G.F["op"]])
@@ -239,9 +239,9 @@ def _step(c: _Carry, p: _Prog, tabs: _Tabs, nnt: int) -> _Carry:
         jnp.stack([goto, nstart, first, c.last, c.prev_kind]),
     )
     w = jnp.where(ok & (shift | reduce), w, D)  # D: dropped
-    stack = c.stack.at[w].set(row, mode="drop")
+    stack = set_rows(c.stack, w[None], row[None])  # w == D: dropped
     nrow = jnp.stack([kind, op, value, first, c.last, nstart])
-    nodes = c.nodes.at[jnp.where(ok & make, nbase, N)].set(nrow, mode="drop")
+    nodes = set_rows(c.nodes, jnp.where(ok & make, nbase, N)[None], nrow[None])
 
     # CPython ends a node at its last token that is not NEWLINE/INDENT/DEDENT (a
     # compound statement's span includes a trailing ';' of its last line)
