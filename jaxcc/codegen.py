@@ -37,6 +37,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from jaxcc import isa, ops
+from jaxcc.arrays import max_at, min_at, set_at
 from jaxcc.errors import Code, Limit
 from jaxcc.isa import Op
 from jaxcc.resolve import (
@@ -295,20 +296,16 @@ def _completes(f: _Facts):
     is_if = live & (kind == Node.IF)
 
     def cn_step(cn):
-        bad_child = (
-            jnp.zeros((n + 1,), bool)
-            .at[jnp.where(live & ~cn & (parent >= 0), parent, n)]
-            .set(True)[:n]
-        )
+        bad_child = set_at(
+            jnp.zeros((n + 1,), bool), jnp.where(live & ~cn & (parent >= 0), parent, n), True
+        )[:n]
         if_cn = (f.nch < 3) | gather(cn, f.c1, True) | gather(cn, f.c2, True)
         return ~no_complete & jnp.where(is_if, if_cn, jnp.where(is_block, ~bad_child, True))
 
     cn = tree_fixpoint(cn_step, ~no_complete, 4 * n + 16)
-    first_nc = (
-        jnp.full((n + 1,), BIG, I32)
-        .at[jnp.where(live & ~cn & (parent >= 0), parent, n)]
-        .min(ci)[:n]
-    )
+    first_nc = min_at(
+        jnp.full((n + 1,), BIG, I32), jnp.where(live & ~cn & (parent >= 0), parent, n), ci
+    )[:n]
     dead_here = live & gather(is_block, parent, False) & (ci > gather(first_nc, parent, BIG))
     reach = sum_over_ancestors(f.lo, dead_here.astype(I32)) == 0
     return cn, reach
@@ -554,7 +551,7 @@ def _max_stack(n: int, op, arg, jeff, rch, filled, entry_node, NI: int):
     addr = jnp.arange(NI, dtype=I32)
     last_entry = lax.cummax(jnp.where(entry_node > 0, addr, 0))
     fn_node = entry_node[last_entry] - 1
-    return jnp.zeros((n + 1,), I32).at[jnp.where(on, fn_node, n)].max(peak)[:n]
+    return max_at(jnp.zeros((n + 1,), I32), jnp.where(on, fn_node, n), peak)[:n]
 
 
 def _limit_errors(f: _Facts, ast, sc, fid, maxstack_node, n_code, line_at_limit, limits):

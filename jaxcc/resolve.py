@@ -14,7 +14,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from jaxcc import ops
-from jaxcc.arrays import BIG, I32, gather
+from jaxcc.arrays import BIG, I32, add_at, gather, index, set_at
 from jaxcc.errors import Code, Limit, Syntax, Unsupported
 from jaxcc.ops import BUILTIN_ID, CALLABLE
 from jaxcc.syntax import Ann, ConstKind, Ctx, Node, UnaryOp
@@ -56,9 +56,9 @@ def subtree_lo(parent, child_index, n_children):
     n = parent.shape[0]
     idx = jnp.arange(n, dtype=I32)
     tgt = jnp.where((child_index == 0) & (parent >= 0), parent, n)
-    first = jnp.full((n,), -1, I32).at[tgt].set(idx, mode="drop")
+    first = set_at(jnp.full((n,), -1, I32), tgt, idx)
     ptr = jnp.where((n_children > 0) & (first >= 0), first, idx)
-    return lax.fori_loop(0, _log2(n), lambda _, p: p[p], ptr)
+    return lax.fori_loop(0, _log2(n), lambda _, p: index(p, p), ptr)
 
 
 def nearest_marked_ancestor(parent, marked):
@@ -93,7 +93,7 @@ def sum_over_ancestors(lo, x):
     """
     n = x.shape[0]
     idx = jnp.arange(n, dtype=I32)
-    d = jnp.zeros((n + 1,), x.dtype).at[lo].add(x).at[idx + 1].add(-x)
+    d = add_at(add_at(jnp.zeros((n + 1,), x.dtype), lo, x), idx + 1, -x)
     return jnp.cumsum(d)[:n]
 
 
@@ -108,7 +108,7 @@ def child_table(parent, child_index, k: int = 3):
     idx = jnp.arange(n, dtype=I32)
     ok = (parent >= 0) & (child_index < k)
     flat = jnp.where(ok, parent * k + child_index, n * k)
-    return jnp.full((n * k,), -1, I32).at[flat].set(idx, mode="drop").reshape(n, k)
+    return set_at(jnp.full((n * k,), -1, I32), flat, idx).reshape(n, k)
 
 
 def tree_fixpoint(step, init, max_rounds: int):
@@ -277,7 +277,7 @@ def _tree(ast) -> _Tree:
     lo = subtree_lo(parent, ci, ast.n_children)
     depth = sum_over_ancestors(lo, live.astype(I32))
     preorder = jnp.argsort(jnp.where(live, lo * (n + 1) + depth, BIG)).astype(I32)
-    preorder = jnp.zeros((n,), I32).at[preorder].set(idx)
+    preorder = set_at(jnp.zeros((n,), I32), preorder, idx)
     child = child_table(parent, ci)
     pkind = gather(kind, parent, -1)
     pop = gather(op, parent, -1)
@@ -315,7 +315,7 @@ def _functions(t: _Tree) -> _Funcs:
     sv, si = lax.sort((dkey, idx), num_keys=2)
     first_of_name = jnp.concatenate([jnp.ones((1,), bool), sv[1:] != sv[:-1]])
     dup_sorted = ~first_of_name & (sv != BIG)
-    is_dup_def = jnp.zeros((n,), bool).at[si].set(dup_sorted)
+    is_dup_def = set_at(jnp.zeros((n,), bool), si, dup_sorted)
     is_fdef = is_def & ~is_dup_def
     fnum = jnp.cumsum(is_fdef.astype(I32))  # id of each function def
     n_funcs = 1 + jnp.sum(is_fdef.astype(I32))
@@ -373,9 +373,9 @@ def _variables(t: _Tree, fu: _Funcs) -> _Vars:
     n0 = lax.cummax(jnp.where(new_name, pos, 0))
     rep_sorted = jnp.where((sd[g0] == 0) & (sn != BIG), si[g0], -1)
     mod_def_sorted = (sf[n0] == 0) & (sd[n0] == 0) & (sn != BIG)
-    rep = jnp.zeros((n,), I32).at[si].set(rep_sorted)
+    rep = set_at(jnp.zeros((n,), I32), si, rep_sorted)
     rep = jnp.where(is_ref, rep, -1)
-    mod_var = jnp.zeros((n,), bool).at[si].set(mod_def_sorted) & is_ref
+    mod_var = set_at(jnp.zeros((n,), bool), si, mod_def_sorted) & is_ref
     is_rep = definer & (rep == idx)
     return _Vars(is_param, is_store, is_load, is_call, pos, rep, mod_var, is_rep)
 
@@ -432,10 +432,10 @@ def _slots(t: _Tree, fu: _Funcs, v: _Vars) -> _Slots:
     slot_of_rep = jnp.where(fn > 0, c_def[idx] - c_def[lo[fdef]], c_mod[idx])
     slot = jnp.where((v.rep >= 0) & ~v.is_call, gather(slot_of_rep, v.rep, -1), -1)
     nvars = jnp.where(idx == root, c_mod[n], jnp.where(fu.is_fdef, c_def[idx + 1] - c_def[lo], 0))
-    n_params = jnp.zeros((n,), I32).at[jnp.where(v.is_param, fdef, n)].add(1, mode="drop")
+    n_params = add_at(jnp.zeros((n,), I32), jnp.where(v.is_param, fdef, n), 1)
     nparams = jnp.where(fu.is_fdef, n_params, 0)
     is_chain = t.live & (t.kind == Node.COMPARE) & (t.nch > 3)
-    has_chain = jnp.zeros((n,), bool).at[jnp.where(is_chain, fdef, n)].set(True, mode="drop")
+    has_chain = set_at(jnp.zeros((n,), bool), jnp.where(is_chain, fdef, n), True)
     temp = jnp.where(fu.is_fn & has_chain, nvars, -1)
     nlocals = jnp.where(fu.is_fn, nvars + has_chain.astype(I32), 0)
     return _Slots(slot, nvars, nparams, temp, nlocals)
@@ -463,7 +463,7 @@ def _callees(t: _Tree, fu: _Funcs, v: _Vars) -> _Calls:
     cv, cd, ci2 = lax.sort((ckey, jnp.where(fu.is_fdef, 0, 1), idx), num_keys=3)
     c0 = lax.cummax(jnp.where(jnp.concatenate([jnp.ones((1,), bool), cv[1:] != cv[:-1]]), pos, 0))
     fn_of_name_sorted = jnp.where((cd[c0] == 0) & (cv != BIG), ci2[c0], -1)
-    def_of_name = jnp.zeros((n,), I32).at[ci2].set(fn_of_name_sorted)
+    def_of_name = set_at(jnp.zeros((n,), I32), ci2, fn_of_name_sorted)
     is_fn_name = def_of_name >= 0
     reserved = value < N_RESERVED_NAMES
     local_call = v.is_call & (v.rep >= 0)

@@ -24,6 +24,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from jaxcc import isa, ops
+from jaxcc.arrays import add_at, max_at, min_at, set_at
 from jaxcc.errors import TYPE_SITE, Code, Type
 from jaxcc.resolve import (
     B_RANGE,
@@ -109,11 +110,11 @@ def or_into(n, target, valid, m):
     at = jnp.where(valid, target, n)
     if m.shape[0] < 1024:
         packed = (m & 1) | ((m & 2) << 9) | ((m & 4) << 18)
-        acc = jnp.zeros((n + 1,), I32).at[at].add(packed, mode="drop")[:n]
+        acc = add_at(jnp.zeros((n + 1,), I32), at, packed)[:n]
         bit = lambda i: (((acc >> (10 * i)) & 0x3FF) != 0).astype(I32) << i  # noqa: E731
         return bit(0) | bit(1) | bit(2)
     bits = (m[:, None] >> jnp.arange(3, dtype=I32)[None, :]) & 1
-    acc = jnp.zeros((n + 1, 3), I32).at[at].max(bits, mode="drop")
+    acc = max_at(jnp.zeros((n + 1, 3), I32), at, bits)
     return acc[:n, 0] | (acc[:n, 1] << 1) | (acc[:n, 2] << 2)
 
 
@@ -440,9 +441,9 @@ def _var_sites(f: _Facts, sc, t, var, is_none, first_seed) -> _Sites:
     )
     sites_key = jnp.concatenate([s_key, a_key])
     sites_m = jnp.concatenate([s_type, t])
-    first_key = jnp.full((n + 1,), BIG, I32).at[sites_rep].min(sites_key)
+    first_key = min_at(jnp.full((n + 1,), BIG, I32), sites_rep, sites_key)
     is_first = (sites_rep < n) & (sites_key == first_key[sites_rep])
-    first_m = jnp.zeros((n + 1,), I32).at[jnp.where(is_first, sites_rep, n)].set(sites_m)[:n]
+    first_m = set_at(jnp.zeros((n + 1,), I32), jnp.where(is_first, sites_rep, n), sites_m)[:n]
     first_m = jnp.where(first_seed != BOT, first_seed, first_m)
     return _Sites(s_site, a_site, s_type, s_rep, a_rep, s_key, first_key, first_m)
 
@@ -507,12 +508,10 @@ def _return_flow(f: _Facts, sc, t) -> _RetFlow:
     r_m = jnp.where(f.nch > 0, gather(t, f.c0, BOT), M_NONE)
     r_site = f.is_ret & _definite(r_m)
     r_f = jnp.where(r_site, sc.fdef, n)
-    r_first_key = jnp.full((n + 1,), BIG, I32).at[r_f].min(walk)
-    r_first_m = (
-        jnp.zeros((n + 1,), I32)
-        .at[jnp.where(r_site & (walk == r_first_key[r_f]), r_f, n)]
-        .set(r_m)[:n]
-    )
+    r_first_key = min_at(jnp.full((n + 1,), BIG, I32), r_f, walk)
+    r_first_m = set_at(
+        jnp.zeros((n + 1,), I32), jnp.where(r_site & (walk == r_first_key[r_f]), r_f, n), r_m
+    )[:n]
     r_first_m = jnp.where(f.ann_ret, f.seed_ret0, r_first_m)
     r_bad = r_site & (r_m != gather(r_first_m, sc.fdef, BOT))
     r_ann = gather(f.ann_ret, sc.fdef, False)
@@ -589,10 +588,8 @@ def terminates(ast, sc):
     idx = jnp.arange(n, dtype=I32)
     live = idx < ast.n_nodes
     c0, c1, c2 = sc.child[:, 0], sc.child[:, 1], sc.child[:, 2]
-    own_break = (
-        jnp.zeros((n,), bool)
-        .at[jnp.where(live & (kind == Node.BREAK), sc.loop, n)]
-        .set(True, mode="drop")
+    own_break = set_at(
+        jnp.zeros((n,), bool), jnp.where(live & (kind == Node.BREAK), sc.loop, n), True
     )
     t0 = c0
     true_test = (
@@ -605,11 +602,7 @@ def terminates(ast, sc):
     is_block = live & (kind == Node.BLOCK)
 
     def step(term):
-        any_child = (
-            jnp.zeros((n + 1,), bool)
-            .at[jnp.where(live & term, parent, n)]
-            .set(True, mode="drop")[:n]
-        )
+        any_child = set_at(jnp.zeros((n + 1,), bool), jnp.where(live & term, parent, n), True)[:n]
         return (
             always
             | (is_if3 & gather(term, c1, False) & gather(term, c2, False))
