@@ -2,6 +2,13 @@
 
 JAX gathers clamp an out-of-range index silently and scatters drop it; ``gather`` makes the
 out-of-range case explicit. Every integer on the device is int32 (docs/layouts.md).
+
+The stages are written for one program and vmapped; a gather or scatter on a batched
+array then becomes one with batching dimensions, which XLA lowers through an
+Int32[B, m, 2] array of (lane, row) index pairs. ``take_rows``/``index`` and
+``set_rows``/``set_at``/``add_at``/``max_at``/``min_at`` give jnp's values with a vmap
+rule that indexes the array flattened over the batch instead (docs/benchmarks.md,
+"sixth run": on an H100 the lexer 1.4x faster, 77 -> 61 KB a small program in the loop).
 """
 
 from __future__ import annotations
