@@ -60,7 +60,7 @@ def take_rows(a, idx):
 def _take_rows_vmap(axis_size, in_batched, a, idx):
     a_batched, idx_batched = in_batched
     if not a_batched:  # one table for every lane: a plain gather already
-        return take_rows(a, idx), idx_batched
+        return jnp.take(a, idx, axis=0, mode="clip"), idx_batched
     n = a.shape[1]
     if not idx_batched:
         idx = jnp.broadcast_to(idx, (axis_size,) + idx.shape)
@@ -68,8 +68,11 @@ def _take_rows_vmap(axis_size, in_batched, a, idx):
         return jax.vmap(lambda x, i: jnp.take(x, i, axis=0, mode="clip"))(a, idx), True
     idx = jnp.clip(idx.astype(I32), 0, n - 1)
     lane = jnp.arange(axis_size, dtype=I32).reshape((axis_size,) + (1,) * (idx.ndim - 1))
-    # take_rows again, so that an outer vmap flattens its own axis too
-    return take_rows(a.reshape((axis_size * n,) + a.shape[2:]), idx + lane * n), True
+    # jnp.take, not take_rows: one trace fewer per call (an outer vmap, which no stage
+    # has, would batch this gather as jnp does)
+    return jnp.take(
+        a.reshape((axis_size * n,) + a.shape[2:]), idx + lane * n, axis=0, mode="clip"
+    ), True
 
 
 @jax.custom_batching.custom_vmap
@@ -101,7 +104,9 @@ def _set_rows_vmap(axis_size, in_batched, a, idx, vals):
     spare = axis_size * n + lane * m + jnp.arange(m, dtype=I32)[None, :]
     flat_idx = jnp.where((idx >= 0) & (idx < n), idx + lane * n, spare)
     flat = a.reshape((axis_size * n,) + a.shape[2:])
-    out = set_rows(flat, flat_idx.reshape(-1), vals.reshape((axis_size * m,) + vals.shape[2:]))
+    out = flat.at[flat_idx.reshape(-1)].set(
+        vals.reshape((axis_size * m,) + vals.shape[2:]), mode="drop", unique_indices=True
+    )
     return out.reshape(a.shape), True
 
 
@@ -118,7 +123,7 @@ def _scatter_op(op: str):
     def rule(axis_size, in_batched, a, idx, vals):
         a_b, i_b, v_b = in_batched
         if not (a_b or i_b or v_b):
-            return f(a, idx, vals), False
+            return plain(a, idx, vals), False
         row = a.shape[1:] if a_b else a.shape
         lane_idx = idx.shape[1:] if i_b else idx.shape
         # each lane's values as the scatter broadcasts them: Int32[lane_idx + row[1:]]
@@ -136,7 +141,7 @@ def _scatter_op(op: str):
         idx = jnp.where(idx < 0, idx + n, idx)
         lane = jnp.arange(axis_size, dtype=I32).reshape((axis_size,) + (1,) * (idx.ndim - 1))
         flat_idx = jnp.where((idx >= 0) & (idx < n), idx + lane * n, axis_size * n)
-        out = f(a.reshape((axis_size * n,) + a.shape[2:]), flat_idx, vals)
+        out = plain(a.reshape((axis_size * n,) + a.shape[2:]), flat_idx, vals)
         return out.reshape(a.shape), True
 
     f.def_vmap(rule)

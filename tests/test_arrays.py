@@ -22,7 +22,7 @@ def _distinct_kept(idx, n):
     return len(set(kept.tolist())) == len(kept)
 
 
-@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("seed", range(2))
 def test_take_rows_and_index_equal_jnp(seed):
     rng = np.random.default_rng(seed)
     b, n, m = rng.integers(1, 9), rng.integers(1, 12), rng.integers(1, 6)
@@ -70,11 +70,11 @@ def test_nested_vmap_and_while_loop():
     np.testing.assert_array_equal(jax.jit(jax.vmap(rotate))(x, k), want)
 
 
-@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("seed", range(2))
 def test_set_rows_equal_jnp_and_stays_in_its_lane(seed):
     rng = np.random.default_rng(100 + seed)
     checked = 0
-    while checked < 40:
+    while checked < 6:
         b, n, m = rng.integers(1, 6), rng.integers(1, 7), rng.integers(1, 4)
         idx = np.stack([rng.choice(np.arange(-n - 3, n + 4), m, replace=False) for _ in range(b)])
         if not all(_distinct_kept(r, n) for r in idx):
@@ -138,7 +138,7 @@ def test_scatter_ops_equal_jnp(op):
         return getattr(x.at[i], op)(u, mode="drop")
 
     rng = np.random.default_rng(["add", "max", "min", "set"].index(op))
-    for _ in range(12):
+    for _ in range(3):
         b, n, m = rng.integers(1, 6), rng.integers(1, 8), rng.integers(1, 10)
         a = jnp.asarray(rng.integers(-9, 9, (b, n, 3)), jnp.int32)
         idx = jnp.asarray(rng.integers(-n - 3, n + 4, (b, m)), jnp.int32)
