@@ -75,48 +75,16 @@ def _take_rows_vmap(axis_size, in_batched, a, idx):
     ), True
 
 
-@jax.custom_batching.custom_vmap
-def set_rows(a, idx, vals):
-    """``a.at[idx].set(vals, mode="drop", unique_indices=True)`` along the leading axis
-    (``idx`` Int32[m], ``vals`` [m, ...]): rows ``idx`` replaced by ``vals``; an index
-    below 0 counts from the end, one still outside [0, len(a)) is dropped. The kept
-    indices must be distinct.
-
-    Under ``vmap`` with a batched ``a`` it scatters into ``a`` flattened over the batch,
-    at ``idx + lane * len(a)`` (``take_rows``' reason: no Int32[B, m, 2] index array). A
-    dropped index goes past every lane's rows, each to a place of its own, so a lane's
-    write never lands in another lane's rows.
-    """
-    return a.at[idx].set(vals, mode="drop", unique_indices=True)
-
-
-@set_rows.def_vmap
-def _set_rows_vmap(axis_size, in_batched, a, idx, vals):
-    a, idx, vals = (x if b else jnp.broadcast_to(x, (axis_size,) + x.shape)
-                    for x, b in zip((a, idx, vals), in_batched, strict=True))  # fmt: skip
-    n, m = a.shape[1], idx.shape[1]
-    if idx.ndim != 2 or axis_size * (n + m) > _FLAT_MAX or n == 0:
-        return jax.vmap(lambda x, i, v: x.at[i].set(v, mode="drop", unique_indices=True))(
-            a, idx, vals), True  # fmt: skip
-    idx = idx.astype(I32)
-    idx = jnp.where(idx < 0, idx + n, idx)
-    lane = jnp.arange(axis_size, dtype=I32)[:, None]
-    spare = axis_size * n + lane * m + jnp.arange(m, dtype=I32)[None, :]
-    flat_idx = jnp.where((idx >= 0) & (idx < n), idx + lane * n, spare)
-    flat = a.reshape((axis_size * n,) + a.shape[2:])
-    out = flat.at[flat_idx.reshape(-1)].set(
-        vals.reshape((axis_size * m,) + vals.shape[2:]), mode="drop", unique_indices=True
-    )
-    return out.reshape(a.shape), True
-
-
-def _scatter_op(op: str):
-    """``a.at[idx].<op>(vals, mode="drop")`` along the leading axis as a function whose
-    vmap rule scatters into ``a`` flattened over the batch (``set_rows``' reason); an
-    index below 0 counts from the end, one still outside [0, len(a)) is dropped."""
+def _scatter_op(op: str, unique: bool = False):
+    """``a.at[idx].<op>(vals, mode="drop"[, unique_indices=True])`` along the leading axis
+    as a function whose vmap rule scatters into ``a`` flattened over the batch, at
+    ``idx + lane * len(a)`` (``take_rows``' reason: no Int32[B, ..., 2] index array). An
+    index below 0 counts from the end; one still outside [0, len(a)) is dropped: it goes
+    past every lane's rows, each to a place of its own (so the flat indices stay
+    distinct where ``unique`` promises it), and no lane writes into another's rows."""
 
     def plain(a, idx, vals):
-        return getattr(a.at[idx], op)(vals, mode="drop")
+        return getattr(a.at[idx], op)(vals, mode="drop", unique_indices=unique)
 
     f = jax.custom_batching.custom_vmap(plain)
 
@@ -135,17 +103,28 @@ def _scatter_op(op: str):
         a = a if a_b else jnp.broadcast_to(a, (axis_size,) + a.shape)
         idx = idx if i_b else jnp.broadcast_to(idx, (axis_size,) + idx.shape)
         n = a.shape[1]
-        if axis_size * (n + 1) > _FLAT_MAX or n == 0:
+        if axis_size * n + idx.size > _FLAT_MAX or n == 0:
             return jax.vmap(plain)(a, idx, vals), True
         idx = idx.astype(I32)
         idx = jnp.where(idx < 0, idx + n, idx)
         lane = jnp.arange(axis_size, dtype=I32).reshape((axis_size,) + (1,) * (idx.ndim - 1))
-        flat_idx = jnp.where((idx >= 0) & (idx < n), idx + lane * n, axis_size * n)
+        spare = axis_size * n + jnp.arange(idx.size, dtype=I32).reshape(idx.shape)
+        flat_idx = jnp.where((idx >= 0) & (idx < n), idx + lane * n, spare)
         out = plain(a.reshape((axis_size * n,) + a.shape[2:]), flat_idx, vals)
         return out.reshape(a.shape), True
 
     f.def_vmap(rule)
     return f
+
+
+_set_unique = _scatter_op("set", unique=True)
+
+
+def set_rows(a, idx, vals):
+    """``a.at[idx].set(vals, mode="drop", unique_indices=True)`` along the leading axis:
+    rows ``idx`` replaced by ``vals`` (``_scatter_op``'s indices; the kept ones must be
+    distinct)."""
+    return _set_unique(a, idx, vals)
 
 
 add_at = _scatter_op("add")
