@@ -37,7 +37,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from jaxcc import isa, ops
-from jaxcc.arrays import max_at, min_at, set_at
+from jaxcc.arrays import index, max_at, min_at, set_at
 from jaxcc.errors import Code, Limit
 from jaxcc.isa import Op
 from jaxcc.resolve import (
@@ -263,7 +263,7 @@ def _addresses(f: _Facts, sc, pre, tail, aft) -> _Addr:
     idx, root, lo, parent, ci, PK = f.idx, f.root, f.lo, f.parent, f.ci, f.PK
     own = jnp.where(f.code_node, pre + tail + aft, 0)
     p_all = exclusive_cumsum(own)
-    size_incl = p_all[idx + 1] - p_all[lo]
+    size_incl = p_all[1:] - index(p_all, lo)
     size_excl = size_incl - aft
     body_sz = gather(size_incl, gather(f.c0, parent, -1), 0)  # IFEXP: the body's code
     test_sz = gather(size_incl, gather(f.c1, parent, -1), 0)
@@ -271,13 +271,14 @@ def _addresses(f: _Facts, sc, pre, tail, aft) -> _Addr:
         PK(Node.IFEXP) & (ci == 0), test_sz, jnp.where(PK(Node.IFEXP) & (ci == 1), -body_sz, 0)
     )
     anc = sum_over_ancestors(lo, pre + corr) - pre
-    start_tree = p_all[lo] + anc
+    start_tree = index(p_all, lo) + anc
     in_fn = sc.fn > 0
     p_def = exclusive_cumsum(jnp.where(in_fn, own, 0))
     msize = jnp.sum(jnp.where(f.live & (sc.fn == 0), own, 0))
     fdef = sc.fdef
-    entry_of_def = msize + p_def[lo]  # valid at def nodes
-    local = jnp.where(in_fn, start_tree - gather(start_tree, fdef, 0), start_tree - p_def[lo])
+    p_def_lo = index(p_def, lo)
+    entry_of_def = msize + p_def_lo  # valid at def nodes
+    local = jnp.where(in_fn, start_tree - gather(start_tree, fdef, 0), start_tree - p_def_lo)
     S = jnp.where(in_fn, gather(entry_of_def, fdef, 0), 0) + local
     S = jnp.where(idx == root, 0, S)
     TE = S + jnp.where(idx == root, msize, size_excl)
@@ -515,19 +516,18 @@ def _emit_rules(rules, NI: int):
     # rule's nodes: on the GPU, very likely the one reduction kernel that also computed
     # the packed words, 9.3 of emit_code's 18.7 ms per 65,536 small programs on an H100;
     # docs/benchmarks.md, "Kernel by kernel")
-    word = jnp.zeros((NI + 2,), I32)  # opcode | reachable << 8 | filled << 9 | jeff << 10
-    arg_a = jnp.zeros((NI + 2,), I32)
-    line_a = jnp.zeros((NI + 2,), I32)
+    # columns: opcode | reachable << 8 | filled << 9 | jeff << 10, the argument, the line
+    # (one scatter of three columns per merged rule, not three)
+    code = jnp.zeros((NI + 2, 3), I32)
     for mask, at, opc, arg, ln, jeff, rch in _merged(rules):
         ok = mask & (at >= 0) & (at <= NI)
         tgt = jnp.where(ok, at, NI + 1)
         w = opc | (rch.astype(I32) << 8) | (1 << 9) | (jeff << 10)
-        word = word.at[tgt].set(w)
-        arg_a = arg_a.at[tgt].set(arg)
-        line_a = line_a.at[tgt].set(ln)
-    line_at_limit = line_a[NI]
-    word = word[:NI]
-    return (word & 0xFF, arg_a[:NI], line_a[:NI], word >> 10, (word & (1 << 8)) != 0,
+        cols = jnp.stack(jnp.broadcast_arrays(w, arg, ln), axis=-1).astype(I32)
+        code = set_at(code, tgt, cols)
+    line_at_limit = code[NI, 2]
+    word, arg_a, line_a = code[:NI, 0], code[:NI, 1], code[:NI, 2]
+    return (word & 0xFF, arg_a, line_a, word >> 10, (word & (1 << 8)) != 0,
             (word & (1 << 9)) != 0, line_at_limit)  # fmt: skip
 
 
@@ -550,7 +550,7 @@ def _max_stack(n: int, op, arg, jeff, rch, filled, entry_node, NI: int):
     peak = jnp.where(on, jnp.maximum(depth_before, depth_before + fall), 0)
     addr = jnp.arange(NI, dtype=I32)
     last_entry = lax.cummax(jnp.where(entry_node > 0, addr, 0))
-    fn_node = entry_node[last_entry] - 1
+    fn_node = index(entry_node, last_entry) - 1
     return max_at(jnp.zeros((n + 1,), I32), jnp.where(on, fn_node, n), peak)[:n]
 
 
@@ -567,8 +567,8 @@ def _limit_errors(f: _Facts, ast, sc, fid, maxstack_node, n_code, line_at_limit,
         j = jnp.argmin(jnp.where(mask, fid, BIG))
         return Err(
             jnp.where(jnp.any(mask), Code.LIMIT, 0).astype(I32),
-            fline[j],
-            fcol[j],
+            index(fline, j),
+            index(fcol, j),
             jnp.int32(detail),
         )
 
@@ -606,9 +606,9 @@ def emit_code(ast, sc, ty, limits) -> Code_:
     fslot = jnp.where(f.live & sc.is_fn, fid, F)
     entry = jnp.where(idx == root, 0, a.entry_of_def)
     at_entry = jnp.where(f.live & sc.is_fn & (entry >= 0) & (entry < NI), entry, NI)
-    entry_node = jnp.zeros((NI + 1,), I32).at[at_entry].set(idx + 1)[:NI]
+    entry_node = set_at(jnp.zeros((NI + 1,), I32), at_entry, idx + 1)[:NI]
     maxstack_node = _max_stack(f.n, code_op, code_arg, jeff, rch, filled, entry_node, NI)
-    table = lambda x: jnp.zeros((F + 1,), I32).at[fslot].set(x, mode="drop")[:F]  # noqa: E731
+    table = lambda x: set_at(jnp.zeros((F + 1,), I32), fslot, x)[:F]  # noqa: E731
     rettype = jnp.where(idx == root, isa.T_NONE, mask_to_type(ty.ret))
     prog = isa.Program(
         op=code_op,

@@ -22,7 +22,7 @@ import numpy as np
 from jax import lax
 
 from jaxcc import lexer_tables as LT
-from jaxcc.arrays import I32, gather, index
+from jaxcc.arrays import I32, gather, index, set_at, set_rows
 from jaxcc.errors import (
     INT_MAX_STR_DIGITS,
     MAX_INDENT_LEVEL,
@@ -254,7 +254,9 @@ def _dfa_tokens(x: _Bytes, tables) -> _Dfa:
     float and imaginary literals are errors."""
     state = _dfa_states(x.cls, DFA_MODE, tables)
     state_before = _shift_right(state, S.S0)
-    restart = _c(LT.RESTART)[state_before, x.cls]
+    # a flat table: one index column, not a [N, 2] pair (states and classes are in range)
+    n_cls = LT.RESTART.shape[1]
+    restart = _c(LT.RESTART.reshape(-1))[state_before.astype(I32) * n_cls + x.cls.astype(I32)]
     dfa_start = restart & x.valid
     _, tok_end = _bounds(dfa_start, x.idx, x.n)
     ia = _c(LT.INT_ACCEPT)[state] & x.valid
@@ -286,6 +288,7 @@ def _split_numbers(x: _Bytes, d: _Dfa) -> _Toks:
     NAME or), so it starts a token and the DFA's starts inside that word are dropped."""
     is_letter = (x.cls >= C.HEXL) & (x.cls <= C.LET)
     split = d.t_num & ~d.n_imag & ~d.n_float & (d.m_end < d.tok_end)
+    # jnp's batched scatter: arrays.set_at here measured 1 ms slower (seventh run)
     split_at = jnp.zeros(x.N + 1, bool).at[jnp.where(split, d.m_end, x.N)].set(True)[: x.N]
     split_at = split_at & is_letter
     word_end = _rcummin(jnp.where(x.is_word & x.valid, x.N + 1, x.idx))
@@ -416,10 +419,10 @@ def _indentation(x: _Bytes, ln: _Lines, st: _Stmts, limits: Limits, K: int) -> _
     sidx = _cumsum(st.stmt_line, x.N) - 1
     n_stmt = jnp.minimum(sidx[-1] + 1, K)
     tgt = jnp.where(st.stmt_line, sidx, K)
-    k_pos = jnp.zeros(K, I32).at[tgt].set(st.pos, mode="drop")
-    k_col = jnp.full(K, _BIG, I32).at[tgt].set(st.column, mode="drop")
-    k_ls = jnp.zeros(K, I32).at[tgt].set(x.idx, mode="drop")
-    k_line = jnp.zeros(K, I32).at[tgt].set(ln.line_no, mode="drop")
+    # one scatter of four columns (the kept targets are distinct: a running count)
+    init = jnp.broadcast_to(jnp.asarray([0, _BIG, 0, 0], I32), (K, 4))
+    cols = jnp.stack([st.pos, st.column, x.idx, ln.line_no], axis=1).astype(I32)
+    k_pos, k_col, k_ls, k_line = set_rows(init, tgt, cols).T
     kk = jnp.arange(K, dtype=I32)
     k_ok = kk < n_stmt
     # a column is at most 8 per byte (tabs)
@@ -438,6 +441,8 @@ def _indentation(x: _Bytes, ln: _Lines, st: _Stmts, limits: Limits, K: int) -> _
 
     # per byte: tokens the statement line at this byte emits before its first token
     N = x.N
+    # jnp's batched scatter: arrays.add_at here made the lexer 18.8 -> 24.6 ms per 65,536
+    # small programs on an H100 (docs/benchmarks.md, seventh run)
     cnt_line = jnp.zeros(N + 1, I32).at[jnp.where(k_ok, k_pos, N + 1)].add(k_count, mode="drop")[:N]
     return _Indent(
         k_pos,
@@ -487,7 +492,8 @@ def _number_values(x: _Bytes, d: _Dfa, tok: _Toks) -> _Num:
     dig = _c(LT.DIGIT_VALUE, jnp.int8)[b]  # 0..15
     dc = _cumsum(in_m, x.N)  # digits up to and including i
     e_after = gather(dc, me_of - 1, 0) - dc  # digits of the literal after this one
-    pw = _c(LT.POW)[base_of, jnp.minimum(e_after, 32)]
+    n_pow = LT.POW.shape[1]  # a flat table (base_of is 0..3, the exponent 0..32)
+    pw = _c(LT.POW.reshape(-1))[base_of * n_pow + jnp.clip(e_after, 0, n_pow - 1)]
     contrib = jnp.where(in_m, dig.astype(u32) * pw, _c(0, u32))
     vc = jnp.cumsum(contrib, dtype=u32)
     vc_before = _shift_right(vc, _c(0, u32))
@@ -1417,22 +1423,22 @@ def _intern(
         & (sl == _shift_right(sl, -1))
     )
     run_start = _cummax(jnp.where(same_key, 0, slots))  # sorted: first of the equal keys
-    rank = jnp.zeros(TS, I32).at[perm].set(slots)
+    rank = set_rows(jnp.zeros(TS, I32), perm, slots)  # perm: a permutation
     # every byte of a user name: its slot's sorted position
     s_of = tok_start
-    slot_of = jnp.where(is_start, tok_base, TS)[s_of]
+    slot_of = index(jnp.where(is_start, tok_base, TS), s_of)
     in_user = index(user_start, s_of) & (slot_of < TS) & (idx < index(tok_end, s_of))
-    r_of = rank[jnp.clip(slot_of, 0, TS - 1)]
+    r_of = index(rank, jnp.clip(slot_of, 0, TS - 1))
 
     def resolve(state):
         # each unresolved name is compared byte by byte with the first unresolved name
         # of its key run (the earliest slot); equal ones take it as representative
         unresolved, rep = state
         first_u = _rcummin(jnp.where(unresolved, slots, _BIG))
-        lead = jnp.clip(first_u[run_start], 0, TS - 1)  # Int32[TS] sorted positions
-        other = out.start[perm[lead[r_of]]] + (idx - s_of)
-        mism = in_user & unresolved[r_of] & (gather(b, other, -1) != b)
-        differs = jnp.zeros(TS, bool).at[jnp.where(mism, r_of, TS)].set(True, mode="drop")
+        lead = jnp.clip(index(first_u, run_start), 0, TS - 1)  # Int32[TS] sorted positions
+        other = index(out.start, index(perm, index(lead, r_of))) + (idx - s_of)
+        mism = in_user & index(unresolved, r_of) & (gather(b, other, -1) != b)
+        differs = set_at(jnp.zeros(TS, bool), jnp.where(mism, r_of, TS), True)
         # a lead always settles (it is its own representative): on a consistent input
         # it matches itself anyway, and forcing it bounds the loop by TS rounds even
         # where a malformed token's bytes and slot disagree (lexer-error programs)
@@ -1442,10 +1448,10 @@ def _intern(
     # one round settles every name unless two different names share a key
     state = resolve((sf == 0, slots))
     _, rep_sorted = lax.while_loop(lambda st: jnp.any(st[0]), resolve, state)
-    rep = perm[rep_sorted[rank]]  # slot of the first occurrence of each slot's name
+    rep = index(perm, index(rep_sorted, rank))  # slot of the first occurrence of each slot's name
     first = is_user & (rep == slots)
     ids = N_RESERVED_NAMES + _cumsum(first, TS) - 1
-    return ids[rep]
+    return index(ids, rep)
 
 
 # --------------------------------------------------------------------------- API

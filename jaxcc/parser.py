@@ -24,7 +24,7 @@ from jax import lax
 
 from jaxcc import grammar as G
 from jaxcc import lexer
-from jaxcc.arrays import I32, index, set_rows
+from jaxcc.arrays import I32, add_at, index, max_at, set_rows
 from jaxcc.errors import Code, Error, Limit, Syntax, without_bom
 from jaxcc.limits import DEFAULT, Limits
 from jaxcc.ops import BUILTIN_ID
@@ -111,10 +111,10 @@ def _prepare(tok: Tokens, lex_failed) -> _Prog:
     idx = jnp.arange(T, dtype=I32)
     sig = (tok.kind != Tok.COMMENT) & (tok.kind != Tok.NL) & (idx < tok.n_tokens)
     dest = jnp.where(sig, jnp.cumsum(sig.astype(I32)) - 1, T + 1)
-    sig_tok = jnp.zeros(T + 1, I32).at[dest].set(idx, mode="drop")
+    sig_tok = set_rows(jnp.zeros(T + 1, I32), dest, idx)  # kept dests: a running count
     n_sig = jnp.sum(sig.astype(I32))
     pos = jnp.arange(T + 1, dtype=I32)
-    sig_kind = jnp.where(pos < n_sig, tok.kind[jnp.minimum(sig_tok, T - 1)], Tok.PAD)
+    sig_kind = jnp.where(pos < n_sig, index(tok.kind, jnp.minimum(sig_tok, T - 1)), Tok.PAD)
     # packed pairs: one gather per lookup in the step
     sig = jnp.stack([sig_kind.astype(I32), sig_tok], axis=1)
     return _Prog(sig, n_sig, jnp.stack([tok.kind, tok.value], axis=1), lex_failed)
@@ -289,7 +289,7 @@ def _err_pos(tok: Tokens, i):
     at_eof = (i < 0) | (i > eof_tok)
     j = jnp.clip(jnp.where(at_eof, eof_tok, i), 0, T - 1)
     empty = at_eof & (eof_tok < 0)
-    return jnp.where(empty, 1, tok.line[j]), jnp.where(empty, 0, tok.col[j])
+    return jnp.where(empty, 1, index(tok.line, j)), jnp.where(empty, 0, index(tok.col, j))
 
 
 def _tree(nodes, n, N: int):
@@ -310,16 +310,21 @@ def _tree(nodes, n, N: int):
     idx = jnp.arange(N, dtype=I32)
     valid = idx < n
     sub = nodes[:, _N_SUB]
-    root_at = jnp.full(N + 1, -1, I32).at[jnp.where(valid, sub, N + 1)].max(idx, mode="drop")
-    nxt = jnp.where(valid & (idx + 1 < n), root_at[jnp.minimum(idx + 1, N)], -1)
+    root_at = max_at(jnp.full(N + 1, -1, I32), jnp.where(valid, sub, N + 1), idx)
+    nxt = jnp.where(valid & (idx + 1 < n), index(root_at, jnp.minimum(idx + 1, N)), -1)
     last = jnp.where(nxt >= 0, nxt, idx)
     dist = (nxt >= 0).astype(I32)
     for _ in range(max(1, math.ceil(math.log2(N)))):
-        dist = dist + dist[last]
-        last = last[last]
+        if N < 1 << 15:  # last < N and dist <= N: one gather of both, packed
+            g = index(last | (dist << 16), last)
+            dist, last = dist + (g >> 16), g & 0xFFFF
+        else:
+            dist, last = dist + index(dist, last), index(last, last)
     parent = jnp.where(valid & (last + 1 < n), last + 1, -1)
-    n_children = jnp.zeros(N, I32).at[jnp.where(parent >= 0, parent, N)].add(1, mode="drop")
-    child_index = jnp.where(parent >= 0, n_children[jnp.clip(parent, 0, N - 1)] - 1 - dist, 0)
+    n_children = add_at(jnp.zeros(N, I32), jnp.where(parent >= 0, parent, N), 1)
+    child_index = jnp.where(
+        parent >= 0, index(n_children, jnp.clip(parent, 0, N - 1)) - 1 - dist, 0
+    )
     return parent, child_index, n_children
 
 
@@ -368,7 +373,7 @@ def _cpython_error_token(c: _Carry, tok: Tokens, flags):
     opens = (tok.kind == Tok.LPAR).astype(I32) - (tok.kind == Tok.RPAR).astype(I32)
     depth_after = jnp.cumsum(opens)
     depth_before = depth_after - opens
-    a = tok.kind[t]
+    a = index(tok.kind, t)
     starts_expr = (
         (a == Tok.NAME) | (a == Tok.NUMBER) | (a == Tok.KW_TRUE) | (a == Tok.KW_FALSE)
         | (a == Tok.KW_NONE) | (a == Tok.TILDE)
@@ -377,21 +382,24 @@ def _cpython_error_token(c: _Carry, tok: Tokens, flags):
     i = jnp.arange(D, dtype=I32)
     st = c.stack[:, _S_STATE]
     first = jnp.clip(c.stack[:, _S_FIRST], 0, T - 1)
-    part = ((flags[st] & G.FLAG_DISJUNCTION) != 0) | (depth_after[first] > depth_before[t])
+    part = ((flags[st] & G.FLAG_DISJUNCTION) != 0) | (
+        index(depth_after, first) > index(depth_before, t)
+    )
     part = part & (i > 0)
     j = jnp.max(jnp.where((i < c.sp) & ~part, i, 0))  # the entry below the run
     has_run = j + 1 < c.sp
     ifexp = (
-        syntax & has_run & (j >= 1) & ((flags[st[j]] & G.FLAG_IFEXP) != 0) & (a != Tok.COLON)
+        syntax & has_run & (j >= 1) & ((flags[index(st, j)] & G.FLAG_IFEXP) != 0)
+        & (a != Tok.COLON)
     )  # fmt: skip
     comma = (
         syntax & has_run & (c.err_detail == Syntax.INVALID) & starts_expr
-        & (depth_before[t] > 0)
+        & (index(depth_before, t) > 0)
     )  # fmt: skip
     return jnp.where(
         ifexp,
-        c.stack[jnp.clip(j - 1, 0, D - 1), _S_FIRST],
-        jnp.where(comma, c.stack[jnp.clip(j + 1, 0, D - 1), _S_FIRST], c.err_tok),
+        index(c.stack[:, _S_FIRST], jnp.clip(j - 1, 0, D - 1)),
+        jnp.where(comma, index(c.stack[:, _S_FIRST], jnp.clip(j + 1, 0, D - 1)), c.err_tok),
     )
 
 
@@ -436,10 +444,11 @@ def _finish(c: _Carry, tok: Tokens, lex: Error, flags, N: int) -> tuple[Ast, Err
     eline, ecol = _err_pos(tok, etok)
     # CPython puts an unexpected indent's caret on the last byte of the indentation
     indent = (err_code == Code.INDENTATION) & (err_detail == Syntax.UNEXPECTED_INDENT)
-    indent &= (etok >= 0) & (tok.kind[jnp.clip(etok, 0, T - 1)] == Tok.INDENT)
-    ecol = jnp.where(indent, jnp.maximum(tok.end_col[jnp.clip(etok, 0, T - 1)] - 1, 0), ecol)
+    et = jnp.clip(etok, 0, T - 1)
+    indent &= (etok >= 0) & (index(tok.kind, et) == Tok.INDENT)
+    ecol = jnp.where(indent, jnp.maximum(index(tok.end_col, et) - 1, 0), ecol)
     at = jnp.clip(c.act_tok, 0, T - 1)
-    aline, acol = tok.line[at], tok.col[at]
+    aline, acol = index(tok.line, at), index(tok.col, at)
     # bracket depth after each token: tokenize (and so the lexer) lets it go negative, and a
     # later '(' may even balance it, but CPython's tokenizer stops at the first unmatched ')'
     opens = (tok.kind == Tok.LPAR).astype(I32) - (tok.kind == Tok.RPAR).astype(I32)
@@ -449,8 +458,8 @@ def _finish(c: _Carry, tok: Tokens, lex: Error, flags, N: int) -> tuple[Ast, Err
     first_bad = jnp.argmax(depth < 0)
     at_bad = (err_code == Code.SYNTAX) & unmatched & (c.err_tok == first_bad)
     err_detail = jnp.where(at_bad, Syntax.UNMATCHED_PAREN, err_detail)
-    eline = jnp.where(at_bad, tok.line[first_bad], eline)
-    ecol = jnp.where(at_bad, tok.col[first_bad], ecol)
+    eline = jnp.where(at_bad, index(tok.line, first_bad), eline)
+    ecol = jnp.where(at_bad, index(tok.col, first_bad), ecol)
 
     # the error that comes first: SyntaxError/IndentationError before any other code, then
     # source order (the parser's errors always lie before a lexer error's position) ...
@@ -469,7 +478,7 @@ def _finish(c: _Carry, tok: Tokens, lex: Error, flags, N: int) -> tuple[Ast, Err
     p_line = jnp.where(syntaxy & (err_code != 0), eline, aline)
     final = depth[T - 1]
     innermost = jnp.max(jnp.where((tok.kind == Tok.LPAR) & (depth == final), jnp.arange(T), 0))
-    unclosed_before = (final > 0) & (tok.line[innermost] < p_line)
+    unclosed_before = (final > 0) & (index(tok.line, innermost) < p_line)
     # (the errors CPython's tokenizer raises as exceptions; an invalid ASCII character,
     # a bad continuation or dedent are left to its parser, which reports the first error)
     lex_tokenizer = (lex.code == Code.SYNTAX) & (
@@ -488,8 +497,8 @@ def _finish(c: _Carry, tok: Tokens, lex: Error, flags, N: int) -> tuple[Ast, Err
     at = jnp.where(unmatched, first_bad, innermost)
     lex = Error(
         lex.code,
-        jnp.where(fix, tok.line[at], lex.line).astype(I32),
-        jnp.where(fix, tok.col[at], lex.col).astype(I32),
+        jnp.where(fix, index(tok.line, at), lex.line).astype(I32),
+        jnp.where(fix, index(tok.col, at), lex.col).astype(I32),
         jnp.where(
             fix, jnp.where(unmatched, Syntax.UNMATCHED_PAREN, Syntax.UNEXPECTED_EOF), lex.detail
         ).astype(I32),
@@ -508,7 +517,7 @@ def _finish(c: _Carry, tok: Tokens, lex: Error, flags, N: int) -> tuple[Ast, Err
     valid = idx < n
     parent, child_index, n_children = _tree(nodes, n, N)
     kind = nodes[:, _N_KIND]
-    pk = kind[jnp.clip(parent, 0, N - 1)]
+    pk = index(kind, jnp.clip(parent, 0, N - 1))
     store = (
         (kind == Node.NAME) & (parent >= 0) & (child_index == 0)
         & ((pk == Node.ASSIGN) | (pk == Node.AUG_ASSIGN) | (pk == Node.FOR))
@@ -517,9 +526,9 @@ def _finish(c: _Carry, tok: Tokens, lex: Error, flags, N: int) -> tuple[Ast, Err
     first = jnp.clip(nodes[:, _N_FIRST], 0, T - 1)
     last = jnp.clip(nodes[:, _N_LAST], 0, T - 1)
     # a BLOCK ends where its last statement (the node before it) ends: not at a ';'
-    last = jnp.where(kind == Node.BLOCK, last[jnp.maximum(idx - 1, 0)], last)
-    line, col = tok.line[first], tok.col[first]
-    end_line, end_col = tok.end_line[last], tok.end_col[last]
+    last = jnp.where(kind == Node.BLOCK, index(last, jnp.maximum(idx - 1, 0)), last)
+    line, col = index(tok.line, first), index(tok.col, first)
+    end_line, end_col = index(tok.end_line, last), index(tok.end_col, last)
     # the Module spans the whole token array: line 1 col 0 to the ENDMARKER
     is_mod = kind == Node.MODULE
     lt = jnp.clip(tok.n_tokens - 1, 0, T - 1)
@@ -527,8 +536,8 @@ def _finish(c: _Carry, tok: Tokens, lex: Error, flags, N: int) -> tuple[Ast, Err
     last = jnp.where(is_mod, jnp.maximum(tok.n_tokens - 1, 0), last)
     line = jnp.where(is_mod, 1, line)
     col = jnp.where(is_mod, 0, col)
-    end_line = jnp.where(is_mod, jnp.where(tok.n_tokens > 0, tok.line[lt], 1), end_line)
-    end_col = jnp.where(is_mod, jnp.where(tok.n_tokens > 0, tok.col[lt], 0), end_col)
+    end_line = jnp.where(is_mod, jnp.where(tok.n_tokens > 0, index(tok.line, lt), 1), end_line)
+    end_col = jnp.where(is_mod, jnp.where(tok.n_tokens > 0, index(tok.col, lt), 0), end_col)
 
     def pad(x, fill=0):
         return jnp.where(valid, x, fill).astype(I32)

@@ -24,7 +24,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from jaxcc import isa, ops
-from jaxcc.arrays import add_at, max_at, min_at, set_at
+from jaxcc.arrays import add_at, index, max_at, min_at, set_at
 from jaxcc.errors import TYPE_SITE, Code, Type
 from jaxcc.resolve import (
     B_RANGE,
@@ -198,7 +198,7 @@ def _facts(ast, sc) -> _Facts:
     ann_param = is_param & (op != Ann.ABSENT)
     seed_var0 = jnp.where(ann_param, _ann_mask(op), BOT)
     ann_ret = is_fdef & (op != Ann.ABSENT)
-    has_return = jnp.zeros((n,), bool).at[jnp.where(is_ret, sc.fdef, n)].set(True, mode="drop")
+    has_return = set_at(jnp.zeros((n,), bool), jnp.where(is_ret, sc.fdef, n), True)
     seed_ret0 = jnp.where(ann_ret, _ann_mask(op), jnp.where(sc.is_fn & ~has_return, M_NONE, BOT))
     # call sites with the right arity feed their callee's unannotated params
     callee = sc.callee
@@ -442,7 +442,7 @@ def _var_sites(f: _Facts, sc, t, var, is_none, first_seed) -> _Sites:
     sites_key = jnp.concatenate([s_key, a_key])
     sites_m = jnp.concatenate([s_type, t])
     first_key = min_at(jnp.full((n + 1,), BIG, I32), sites_rep, sites_key)
-    is_first = (sites_rep < n) & (sites_key == first_key[sites_rep])
+    is_first = (sites_rep < n) & (sites_key == index(first_key, sites_rep))
     first_m = set_at(jnp.zeros((n + 1,), I32), jnp.where(is_first, sites_rep, n), sites_m)[:n]
     first_m = jnp.where(first_seed != BOT, first_seed, first_m)
     return _Sites(s_site, a_site, s_type, s_rep, a_rep, s_key, first_key, first_m)
@@ -510,7 +510,7 @@ def _return_flow(f: _Facts, sc, t) -> _RetFlow:
     r_f = jnp.where(r_site, sc.fdef, n)
     r_first_key = min_at(jnp.full((n + 1,), BIG, I32), r_f, walk)
     r_first_m = set_at(
-        jnp.zeros((n + 1,), I32), jnp.where(r_site & (walk == r_first_key[r_f]), r_f, n), r_m
+        jnp.zeros((n + 1,), I32), jnp.where(r_site & (walk == index(r_first_key, r_f)), r_f, n), r_m
     )[:n]
     r_first_m = jnp.where(f.ann_ret, f.seed_ret0, r_first_m)
     r_bad = r_site & (r_m != gather(r_first_m, sc.fdef, BOT))

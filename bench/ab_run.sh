@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Before/after timings of variants of jaxcc's files in one device call, one process each:
+#   bash bench/ab_run.sh [--loop] [--size S] -- NAME=DIR1+DIR2 ...
+# Each DIR (under $AB_VARIANTS, default _ab/variants) holds replacement files for jaxcc/
+# (e.g. the files of an earlier commit: git show REV:jaxcc/lexer.py > DIR/lexer.py); NAME=
+# with no DIR times the working tree as it is. Lines of bench/ab_time.py go to
+# $OUT/ab.jsonl (and stdout), its stderr to $OUT/ab.err.
+set -u
+opts=()
+while [ $# -gt 0 ] && [ "$1" != "--" ]; do opts+=("$1"); shift; done
+shift
+export PYTHONPATH=. PYTHONUNBUFFERED=1 JAX_COMPILATION_CACHE_DIR=${JAX_COMPILATION_CACHE_DIR:-/tmp/abcache}
+vdir=$(pwd)/${AB_VARIANTS:-_ab/variants}
+out=${OUT:-/tmp/ab_out}
+mkdir -p "$out"
+nvidia-smi -L >"$out/device.txt" 2>&1 || true
+for spec in "$@"; do
+  name=${spec%%=*}; dirs=${spec#*=}
+  rm -rf /tmp/ab_tree && cp -r . /tmp/ab_tree
+  for d in ${dirs//+/ }; do cp "$vdir/$d"/*.py /tmp/ab_tree/jaxcc/; done
+  (cd /tmp/ab_tree && timeout 180 python bench/ab_time.py "$name" "${opts[@]}" >>"$out/ab.jsonl" 2>>"$out/ab.err")
+  tail -1 "$out/ab.jsonl"
+done
