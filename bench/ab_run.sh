@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # Before/after timings of variants of jaxcc's files in one device call, one process each:
-#   bash bench/ab_run.sh [--loop] [--size S] -- NAME=DIR1+DIR2 ...
+#   bash bench/ab_run.sh [--loop] [--size S] -- NAME=DIR1+DIR2 ...   (or only the variants)
 # Each DIR (under $AB_VARIANTS, default _ab/variants) holds replacement files for jaxcc/
 # (e.g. the files of an earlier commit: git show REV:jaxcc/lexer.py > DIR/lexer.py); NAME=
 # with no DIR times the working tree as it is. Lines of bench/ab_time.py go to
 # $OUT/ab.jsonl (and stdout), its stderr to $OUT/ab.err.
 set -u
 opts=()
-while [ $# -gt 0 ] && [ "$1" != "--" ]; do opts+=("$1"); shift; done
-shift
+case " $* " in
+*" -- "*)  # options before --, variants after
+  while [ "$1" != "--" ]; do opts+=("$1"); shift; done
+  shift ;;
+esac
+[ $# -gt 0 ] || { echo "usage: bash bench/ab_run.sh [--loop] [--size S] -- NAME=DIR1+DIR2 ..." >&2; exit 2; }
 export PYTHONPATH=. PYTHONUNBUFFERED=1 JAX_COMPILATION_CACHE_DIR=${JAX_COMPILATION_CACHE_DIR:-/tmp/abcache}
 vdir=$(pwd)/${AB_VARIANTS:-_ab/variants}
 out=${OUT:-/tmp/ab_out}
