@@ -26,9 +26,10 @@ import numpy as np
 
 
 def _kb(compiled, b: int) -> float:
-    ma = compiled.memory_analysis()
-    total = (ma.argument_size_in_bytes + ma.output_size_in_bytes + ma.temp_size_in_bytes
-             - ma.alias_size_in_bytes)  # fmt: skip
+    from bench.breakdown import memory  # the breakdown's own reading of memory_analysis()
+
+    m = memory(compiled)
+    total = m["argument_bytes"] + m["output_bytes"] + m["temp_bytes"] - m["alias_bytes"]
     return round(total / b / 1e3, 1)
 
 
