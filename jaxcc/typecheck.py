@@ -6,14 +6,15 @@ Types are bit masks: BOT 0 (nothing known yet), INT 1, BOOL 2, NONE 4, TOP 7 (a
 conflict); ``join`` is OR (any two bits make TOP). The reference solves its equations
 for variables and results by Jacobi iteration, computing each expression's type
 recursively; here every expression node is an unknown too, so one round updates every
-node, variable (indexed by its first definer node) and result (indexed by its def node)
-at once from the previous round's values. Both iterations climb to the same least
-fixpoint. Sequential equivalent of ``_fixpoint``::
+node, variable (indexed by its first definer node) and result (indexed by its def node),
+each part from the newest values of the others. Both iterations climb to the same least
+fixpoint. Sequential equivalent of ``_solve``'s rounds::
 
     while changed:
         t[i] = rule(i, t[children of i], var, ret)    for every node i
-        var[v] = seed[v] | OR(site types of v)         for every variable v
-        ret[f] = seed[f] | OR(return types of f)       for every function f
+        var[v] = seed[v] | OR(site types of v)         for every variable v   (new t)
+        ret[f] = seed[f] | OR(return types of f)       for every function f   (new t)
+        t[i] = rule(i, var, ret)                       for NAME and CALL nodes (new var, ret)
 """
 
 from __future__ import annotations
@@ -239,13 +240,23 @@ def _site_type(f: _Facts, t, var):
 
 
 def _round(f: _Facts, sc, state, seeds):
-    """One Jacobi round: every node's type from its children's (the reference's
-    ``etype``), every variable and result from its sites (the body of ``fixpoint``), all
-    from the previous round's values."""
+    """One round, in three parts that each read the newest values (Gauss-Seidel order):
+    every node's type from its children's and the previous variables and results (the
+    reference's ``etype``); every variable and result from its sites (the body of
+    ``fixpoint``) with those node types; then the NAME and CALL nodes again from the new
+    variables and results. The reference's Jacobi rounds and these reach the same least
+    fixpoint (the rules are monotone, and each part applies its own equations); a
+    variable's or a result's type reaches its readers in the same round, which halves
+    the rounds: 10 -> 5 for the slowest small corpus program, 16 -> 9 medium."""
     n, kind, op, builtin, c0, c1 = f.n, f.kind, f.op, f.builtin, f.c0, f.c1
     t, var, ret = state
     seed_var, seed_ret = seeds
     joined = norm(or_into(n, f.parent, f.joins, t))
+    by_builtin = (
+        ops.is_any(builtin, _B_NONE_RESULT)
+        | ops.is_any(builtin, _B_INT_RESULT)
+        | ops.is_any(builtin, _B_JOINED)
+    )
     callm = jnp.select(
         [
             ops.is_any(builtin, _B_NONE_RESULT),
@@ -279,11 +290,16 @@ def _round(f: _Facts, sc, state, seeds):
     new_t = jnp.where(f.ok, new_t, BOT)
     # variables: store sites and arguments fed to unannotated params, in one OR scatter
     site = jnp.concatenate([jnp.where(f.is_store, sc.rep, n), jnp.where(f.feeds, f.arg_param, n)])
-    site_m = jnp.concatenate([_site_type(f, t, var), t])
+    site_m = jnp.concatenate([_site_type(f, new_t, var), new_t])
     new_var = norm(seed_var | or_into(n, site, site < n, site_m))
-    rm = jnp.where(f.nch > 0, gather(t, c0, BOT), M_NONE)
+    rm = jnp.where(f.nch > 0, gather(new_t, c0, BOT), M_NONE)
     rets = or_into(n, sc.fdef, f.is_ret, rm)
     new_ret = jnp.where(f.ann_ret, seed_ret, norm(seed_ret | jnp.where(sc.is_fn, rets, BOT)))
+    # the NAME and CALL rules again, reading the variables and results just computed
+    name_t = jnp.where(f.is_load, gather(new_var, sc.rep, BOT), BOT)
+    new_t = jnp.where(f.ok & (kind == Node.NAME), name_t, new_t)
+    user_call = f.ok & (kind == Node.CALL) & ~by_builtin
+    new_t = jnp.where(user_call, gather(new_ret, f.callee, BOT), new_t)
     return new_t, new_var, new_ret
 
 
@@ -323,9 +339,9 @@ def _solve(f: _Facts, sc):
     done). Returns the final (t, var, ret) and seeds (seed_var, seed_ret)."""
     n = f.n
 
-    def body(c):  # two rounds per check of the predicate (a host sync on a GPU): most
-        c, k = c  # lanes end after 4-16 rounds, and a batch waits for its slowest lane
-        return _step(f, sc, _step(f, sc, c)), k + 2
+    def body(c):  # one round per check of the predicate (a host sync on a GPU): lanes
+        c, k = c  # end after 2-9 rounds, a batch waits for its slowest one, and on an H100
+        return _step(f, sc, c), k + 1  # two rounds per check ran 28% slower (18.1 -> 14.1 ms)
 
     zero = jnp.zeros((n,), I32)
     init = ((zero, zero, zero), (f.seed_var0, f.seed_ret0), jnp.int32(0), jnp.bool_(False))
