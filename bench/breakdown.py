@@ -156,9 +156,11 @@ def stages(limits, optimize: bool = False) -> list[Stage]:
 
     def run_tests(program, error, cases):  # pipeline.evaluate's VM call
         budget = pipeline._budget(error, cases, limits)
+        lanes = cases.expected.shape[0] * cases.expected.shape[1]
         _, per_case = vm.run_tests(
-            program, cases.entry, cases.args, cases.expected, limits, budget=budget
-        )
+            program, cases.entry, cases.args, cases.expected, limits, budget=budget,
+            shrink=pipeline.loop_shrink(None, lanes), shrink_by=pipeline.SHRINK_BY,
+        )  # fmt: skip
         return {"per_case": per_case}
 
     def judge(program, error, per_case, cases):

@@ -282,14 +282,17 @@ def compile_fn(limits, optimize: int = False, passes=None, max_rounds=None):
 def loop_fn(limits, optimize: int = False, passes=None, max_rounds=None, backend: str = "xla"):
     """source + tests -> (passed Bool[B], per_case, error code): the whole loop (with
     ``optimize``: the optimizer between the compiler and the VM, as compile_fn's;
-    ``backend``: the VM's, "xla" or "pallas")."""
-    from jaxcc import vm
+    ``backend``: the VM's, "xla" or "pallas"; the XLA VM shrinks as pipeline.evaluate's
+    does)."""
+    from jaxcc import pipeline, vm
 
     comp = compile_fn(limits, optimize, passes, max_rounds)
 
     def f(src, length, entry, args, expected):
         prog, err = comp(src, length)
-        passed, per_case = vm.run_tests(prog, entry, args, expected, limits, backend=backend)
+        shrink = pipeline.loop_shrink(None, args.shape[0] * args.shape[1])
+        passed, per_case = vm.run_tests(prog, entry, args, expected, limits, backend=backend,
+                                        shrink=shrink, shrink_by=pipeline.SHRINK_BY)  # fmt: skip
         return passed & (err.code == 0), per_case, err.code
 
     return f
@@ -889,13 +892,18 @@ def bench_cpu_centric(ctx: Ctx):
     vm.run_tests on the device, device_get; each phase timed."""
     import jax
 
-    from jaxcc import vm
+    from jaxcc import pipeline, vm
 
     # the host compiles ~200 programs/s (reference compiler): 4096 take ~20 s a run
     batches = [b for b in ctx.batches() if b <= (64 if ctx.quick else 4096)]
     for size in ctx.sizes():
         lim = ctx.limits(size)
-        jitted = jax.jit(lambda p, e, a, x, lim=lim: vm.run_tests(p, e, a, x, lim))
+
+        def run_tests(p, e, a, x, lim=lim):  # the VM as the loop runs it (shrink included)
+            shrink = pipeline.loop_shrink(None, a.shape[0] * a.shape[1])
+            return vm.run_tests(p, e, a, x, lim, shrink=shrink, shrink_by=pipeline.SHRINK_BY)
+
+        jitted = jax.jit(run_tests)
         for b in batches:
             if ctx.over_budget():
                 ctx.add(

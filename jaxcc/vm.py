@@ -36,8 +36,8 @@ Design (why it looks like this):
 * The status of a step (the first failing check) is computed once per lane and
   materialized, so XLA does not re-derive the whole check tree inside every register
   update (see ``_materialize``).
-* Optional ``shrink``: the lockstep array halves as lanes stop, so a few long programs
-  do not keep paying for the whole batch. ``trace`` records one lane step by step.
+* Optional ``shrink``: the lockstep array shrinks (by ``shrink_by``, default halves) as
+  lanes stop, so a few long programs do not keep paying for the whole batch. ``trace`` records one lane step by step.
 """
 
 from __future__ import annotations
@@ -1083,6 +1083,7 @@ def _run_lanes(
     unroll,
     shrink: int = 0,
     backend: str = "xla",
+    shrink_by: int = 2,
 ):
     """Run lanes (lane l runs program pid[l]) to completion.
 
@@ -1097,11 +1098,11 @@ def _run_lanes(
                 lanes = [step(lane) for lane in lanes]   # stopped lanes do nothing
         return [finish(lane) for lane in lanes]
 
-    With shrink = k > 0, the lockstep array halves up to k times: once at most half of
-    the current lanes are running, the running ones are gathered into an array of half
-    the size (stopped lanes are final and are written back), so a few long-running lanes
-    do not keep paying for the whole batch. Results are identical; each level is one
-    more compiled loop body.
+    With shrink = k > 0, the lockstep array shrinks up to k times by ``shrink_by`` (2:
+    halves): once at most size // shrink_by of the current lanes are running, the
+    running ones are gathered into an array of that size (stopped lanes are final and
+    are written back), so a few long-running lanes do not keep paying for the whole
+    batch. Results are identical; each level is one more compiled loop body.
     """
     if backend == "pallas":
         from jaxcc import vm_pallas  # it imports this module
@@ -1116,20 +1117,22 @@ def _run_lanes(
         step = _stepper(t, lay, limits, s.regs.shape[0])
         return lax.fori_loop(0, inner_steps, lambda _, x: step(x), s, unroll=unroll)
 
+    if shrink_by < 2:
+        raise ValueError(f"shrink_by must be at least 2: {shrink_by}")
     n = pid.shape[0]
-    levels = 0
-    while levels < shrink and (n >> (levels + 1)) >= 1:
-        levels += 1
+    sizes = [n]  # the lockstep array's size at each level
+    while len(sizes) <= shrink and sizes[-1] // shrink_by >= 1:
+        sizes.append(sizes[-1] // shrink_by)
+    levels = len(sizes) - 1
     cur, orig = full, jnp.arange(n, dtype=jnp.int32)
-    for k in range(levels + 1):
-        size = n >> k
+    for k, size in enumerate(sizes):
         if k > 0:  # compact: running lanes first (stable), keep `size` of them
             full = _put(full, orig, cur)
             order = jnp.argsort(cur.regs[:, _STATUS] != Code.RUNNING, stable=True)[:size]
             cur = _take(cur, order)
             orig = orig[order]
-        # at every level but the last, stop once at most half of the lanes are running
-        keep = size // 2 if k < levels else 0
+        # at every level but the last, stop once the next level's size holds the running
+        keep = sizes[k + 1] if k < levels else 0
         cur = lax.while_loop(
             lambda s, keep=keep: jnp.sum(s.regs[:, _STATUS] == Code.RUNNING) > keep, body, cur
         )
@@ -1141,7 +1144,8 @@ def _run_lanes(
 
 
 @functools.partial(
-    jax.jit, static_argnames=("limits", "inner_steps", "unroll", "shrink", "backend")
+    jax.jit,
+    static_argnames=("limits", "inner_steps", "unroll", "shrink", "backend", "shrink_by"),
 )
 def run_batch(
     program: isa.Program,
@@ -1153,6 +1157,7 @@ def run_batch(
     unroll: int = 1,
     shrink: int = 0,
     backend: str = "xla",
+    shrink_by: int = 2,
 ) -> isa.RunResult:
     """The jitted core of ``run`` on a batched program with every input given as arrays:
     entry Int32[B], args Int32[B, A], budget Int32[B]."""
@@ -1170,6 +1175,7 @@ def run_batch(
         unroll,
         shrink,
         backend,
+        shrink_by,
     )
 
 
@@ -1202,6 +1208,7 @@ def run(
     unroll: int = 1,
     shrink: int = 0,
     backend: str = "xla",
+    shrink_by: int = 2,
 ) -> isa.RunResult:
     """Run a batch of programs (leading axis B), or one unbatched program.
 
@@ -1216,21 +1223,25 @@ def run(
     limits: static; max_stack, max_depth, max_output and max_steps are used.
     inner_steps: steps per outer-loop iteration (the host sees "any lane running" once
         per inner_steps steps); unroll: unroll factor of that inner loop.
-    shrink: how many times the lockstep array may halve as lanes stop (0: never); see
-        _run_lanes. None of these three knobs changes any result.
+    shrink: how many times the lockstep array may shrink as lanes stop (0: never), each
+        time by ``shrink_by`` (2: it halves); see _run_lanes. None of these knobs changes
+        any result.
     backend: "xla" (default; the reference, and the CPU path) or "pallas" (the step loop as
         one Pallas kernel, jaxcc/vm_pallas.py: the same results; on a machine without a
         GPU it runs in Pallas' interpret mode, which is slow).
     """
     program, entry, args, budget, unbatched = _batch_inputs(program, limits, entry, args, budget)
-    res = run_batch(program, entry, args, budget, limits, inner_steps, unroll, shrink, backend)
+    res = run_batch(
+        program, entry, args, budget, limits, inner_steps, unroll, shrink, backend, shrink_by
+    )
     if unbatched:
         res = jax.tree.map(lambda x: x[0], res)
     return res
 
 
 @functools.partial(
-    jax.jit, static_argnames=("limits", "inner_steps", "unroll", "shrink", "backend")
+    jax.jit,
+    static_argnames=("limits", "inner_steps", "unroll", "shrink", "backend", "shrink_by"),
 )
 def run_tests(
     program: isa.Program,
@@ -1243,6 +1254,7 @@ def run_tests(
     unroll: int = 1,
     shrink: int = 0,
     backend: str = "xla",
+    shrink_by: int = 2,
 ):
     """Run every (program, test case) pair as its own lane and check the return values.
 
@@ -1252,14 +1264,15 @@ def run_tests(
     Returns (passed: Bool[B], per_case: Int32[B, K]): per_case is the lane's status
     (errors.Code; Code.OK when it returned the expected value) or WRONG_RESULT (-1) when
     it returned normally with another value; passed[b] = all cases of b are Code.OK.
-    backend: as in ``run``.
+    backend, shrink, shrink_by: as in ``run``.
     """
     t = _tables(program)
     b, k = args.shape[0], args.shape[1]
     pid, entry_l, args_l, budget_l = _test_lanes(entry, args, budget, limits)
     res = _run_lanes(
-        t, pid, entry_l, args_l, budget_l, limits, inner_steps, unroll, shrink, backend
-    )
+        t, pid, entry_l, args_l, budget_l, limits, inner_steps, unroll, shrink, backend,
+        shrink_by,
+    )  # fmt: skip
     return case_verdicts(res, expected, b, k)
 
 

@@ -410,3 +410,12 @@ def test_evaluate_program_is_compile_arrays_program():
     for a, b in zip((*ev.program, *ev.error), (*full.program, *full.error), strict=True):
         np.testing.assert_array_equal(a, b)
     assert isinstance(ev.program, isa.Program)
+
+
+def test_loop_shrink_rule():
+    # evaluate's VM shrinks once (by SHRINK_BY) from SHRINK_MIN_LANES lanes on; an
+    # explicit shrink is used as given (the VM tests check that no result changes)
+    n = pipeline.SHRINK_MIN_LANES
+    assert pipeline.loop_shrink(None, n) == 1 and pipeline.loop_shrink(None, n - 1) == 0
+    assert pipeline.loop_shrink(0, n) == 0 and pipeline.loop_shrink(3, 4) == 3
+    assert pipeline.SHRINK_BY >= 2

@@ -1059,6 +1059,29 @@ def test_shrink_gives_identical_results():
     shrunk = jax.device_get(vm.run(batch, SMALL, entry=entry, args=args, shrink=3))
     assert_same(shrunk, plain, "shrink=3")
     assert int(plain.result[1]) == sum(k * k for k in range(60))
+    # by other factors (the loop's: one level of 8), and more levels than the batch allows
+    for levels, by in [(1, 8), (2, 4), (5, 3)]:
+        r = vm.run(batch, SMALL, entry=entry, args=args, shrink=levels, shrink_by=by)
+        assert_same(jax.device_get(r), plain, f"shrink={levels} by {by}")
+    with pytest.raises(ValueError, match="shrink_by"):
+        vm.run(batch, SMALL, entry=entry, args=args, shrink=1, shrink_by=1)
+
+
+def test_run_tests_shrink_gives_identical_verdicts():
+    # run_tests' lanes (program, case) with run times from 0 to about 600 steps
+    batch = stack_programs([sum_squares_program()] * 4)
+    ns = np.array([[0, 90, 3, 1], [5, 0, 2, 60], [1, 2, 3, 4], [0, 0, 0, 0]], np.int32)
+    expected = np.vectorize(lambda n: sum(k * k for k in range(n)))(ns).astype(np.int32)
+    expected[2, 1] += 1  # one wrong answer
+    args = ns[:, :, None]
+    budget = np.full((4, 4), 1000, np.int32)
+    budget[1, 3] = 20  # one timeout
+    ref = vm.run_tests(batch, np.ones(4, np.int32), args, expected, SMALL, budget=budget)
+    got = vm.run_tests(batch, np.ones(4, np.int32), args, expected, SMALL, budget=budget,
+                       shrink=1, shrink_by=8)  # fmt: skip
+    assert np.array_equal(np.asarray(got[1]), np.asarray(ref[1]))
+    assert np.array_equal(np.asarray(got[0]), np.asarray(ref[0]))
+    assert np.asarray(ref[1])[2, 1] == vm.WRONG_RESULT and np.asarray(ref[1])[1, 3] == Code.TIMEOUT
 
 
 def test_one_lane_steps_like_a_lane_of_a_batch():
