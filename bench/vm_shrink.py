@@ -12,7 +12,8 @@ every lane's verdict equals the first setting's. Also prints the distribution of
 per lane (what the lockstep array pays for: the batch runs as long as its slowest lane).
 ``--pallas`` adds the Pallas VM (``backend="pallas"``; its blocks of lanes stop on their
 own); ``--loop`` times ``pipeline.evaluate`` whole with each setting too, ``--no-vm``
-only that.
+only that; ``--split`` adds the same composition as two jitted calls (the compiler, then
+the VM and the verdicts), the arrays staying on the device between them.
 """
 
 from __future__ import annotations
@@ -38,6 +39,41 @@ def _timed(compiled, args, n: int = 7):
     return out, round(1e3 * statistics.median(ts), 2), round(1e3 * min(ts), 2)
 
 
+def _split_loop(lim, backend: str, shrink: int, by: int, args, want) -> dict:
+    """``pipeline.evaluate``'s composition as two jitted calls, the arrays staying on the
+    device between them: compiler.compile_arrays, then pipeline._budget + vm.run_tests +
+    pipeline._judge. Timed from source to verdicts (both calls, one sync at the end);
+    ``same``: every Evaluation field equal to the one-jit loop's ``want``."""
+    import jax
+
+    from bench import breakdown
+    from jaxcc import compiler, pipeline, vm, vm_pallas
+
+    def front(s, n):
+        program, error, _ = compiler.compile_arrays(s, n, lim)
+        return program, error
+
+    def back(program, error, cases):
+        budget = pipeline._budget(error, cases, lim)
+        lanes = cases.expected.shape[0] * cases.expected.shape[1]
+        _, per_case = vm.run_tests(
+            program, cases.entry, cases.args, cases.expected, lim, budget=budget,
+            shrink=pipeline.loop_shrink(shrink, lanes), shrink_by=by,
+            backend=vm_pallas.resolve(backend),
+        )  # fmt: skip
+        return pipeline._judge(program, error, per_case, cases)
+
+    src, length, cases = args
+    t0 = time.perf_counter()
+    c_front = jax.jit(front).lower(src, length).compile()
+    prog, err = c_front(src, length)
+    c_back = jax.jit(back).lower(prog, err, cases).compile()
+    cs = round(time.perf_counter() - t0, 1)
+    ev, ms, mn = _timed(lambda s, n, c: c_back(*c_front(s, n), c), args, 11)
+    return {"ms": ms, "min_ms": mn, "compile_s": cs, "same": breakdown.same(ev, want),
+            "passed": int((np.asarray(ev.verdict) == 0).sum())}  # fmt: skip
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--size", default="small")
@@ -47,6 +83,8 @@ def main(argv=None) -> int:
     p.add_argument("--loop", action="store_true", help="also pipeline.evaluate whole")
     p.add_argument("--pallas", action="store_true", help="also the Pallas VM (no shrink)")
     p.add_argument("--no-vm", action="store_true", help="only the loop (with --loop)")
+    p.add_argument("--split", action="store_true",
+                   help="with --loop: also the loop as two jits, compile then VM + judge")  # fmt: skip
     p.add_argument("--json")
     ns = p.parse_args(argv)
     sys.path.insert(0, ".")
@@ -123,6 +161,10 @@ def main(argv=None) -> int:
             out["loop"][name] = {"ms": ms, "min_ms": mn, "compile_s": cs,
                                  "passed": int((np.asarray(ev.verdict) == 0).sum())}  # fmt: skip
             print("loop", name, out["loop"][name], flush=True)
+            if ns.split:
+                r = _split_loop(lim, backend, shrink, by, args, ev)
+                out["loop"][name + " split"] = r
+                print("loop", name, "split", r, flush=True)
     if ns.json:
         with open(ns.json, "w") as fh:
             json.dump(out, fh, indent=1)
