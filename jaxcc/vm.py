@@ -1127,7 +1127,9 @@ def _run_lanes(
     cur, orig = full, jnp.arange(n, dtype=jnp.int32)
     for k, size in enumerate(sizes):
         if k > 0:  # compact: running lanes first (stable), keep `size` of them
-            full = _put(full, orig, cur)
+            # level 0's array is every lane in order: it IS the full state (a put would
+            # hold a second copy of it while the scatter runs)
+            full = cur if k == 1 else _put(full, orig, cur)
             order = jnp.argsort(cur.regs[:, _STATUS] != Code.RUNNING, stable=True)[:size]
             cur = _take(cur, order)
             orig = orig[order]
