@@ -1060,7 +1060,8 @@ def test_shrink_gives_identical_results():
     assert_same(shrunk, plain, "shrink=3")
     assert int(plain.result[1]) == sum(k * k for k in range(60))
     # by other factors (the loop's: one level of 8), and more levels than the batch allows
-    for levels, by in [(1, 8), (2, 4), (5, 3)]:
+    # (16 -> 4 -> 1 lanes, then no third level)
+    for levels, by in [(1, 8), (3, 4)]:
         r = vm.run(batch, SMALL, entry=entry, args=args, shrink=levels, shrink_by=by)
         assert_same(jax.device_get(r), plain, f"shrink={levels} by {by}")
     with pytest.raises(ValueError, match="shrink_by"):
