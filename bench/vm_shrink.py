@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 import time
 
@@ -28,15 +27,10 @@ import numpy as np
 
 
 def _timed(compiled, args, n: int = 7):
-    import jax
+    """(output, median ms, minimum ms) of n calls after one (bench/ab_time.py's)."""
+    from bench.ab_time import _time
 
-    out = jax.block_until_ready(compiled(*args))
-    ts = []
-    for _ in range(n):
-        t0 = time.perf_counter()
-        out = jax.block_until_ready(compiled(*args))
-        ts.append(time.perf_counter() - t0)
-    return out, round(1e3 * statistics.median(ts), 2), round(1e3 * min(ts), 2)
+    return _time(compiled, args, n)
 
 
 def _split_loop(lim, backend: str, shrink: int, by: int, args, want) -> dict:
