@@ -140,7 +140,7 @@ def stages(limits, optimize: bool = False) -> list[Stage]:
     """The loop's stages in pipeline.evaluate's order; with ``optimize`` the optimizer
     between the middle end and the VM, as pipeline.evaluate(optimize=True) has it
     (compiler.compile_arrays: the optimized program replaces the compiler's)."""
-    from jaxcc import lexer, middle, parser, pipeline, vm
+    from jaxcc import lexer, middle, parser, pipeline
     from jaxcc import optimize as opt
 
     def lex(source, length):
@@ -155,12 +155,7 @@ def stages(limits, optimize: bool = False) -> list[Stage]:
         return {"program": opt.optimize(program, limits, *opt.level(optimize))}
 
     def run_tests(program, error, cases):  # pipeline.evaluate's VM call
-        budget = pipeline._budget(error, cases, limits)
-        lanes = cases.expected.shape[0] * cases.expected.shape[1]
-        _, per_case = vm.run_tests(
-            program, cases.entry, cases.args, cases.expected, limits, budget=budget,
-            shrink=pipeline.loop_shrink(None, lanes), shrink_by=pipeline.SHRINK_BY,
-        )  # fmt: skip
+        _, per_case = pipeline.run_cases(program, error, cases, limits)
         return {"per_case": per_case}
 
     def judge(program, error, per_case, cases):

@@ -502,7 +502,7 @@ def _bench_loop(ctx: Ctx, backend: str) -> None:
 
 
 BREAKDOWN_NEEDS = LOOP_NEEDS + (
-    "jaxcc.pipeline:evaluate,_budget,_judge",
+    "jaxcc.pipeline:evaluate,run_cases,_judge",
     "jaxcc.middle:PASSES,State",
 )
 

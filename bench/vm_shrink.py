@@ -35,26 +35,20 @@ def _timed(compiled, args, n: int = 7):
 
 def _split_loop(lim, backend: str, shrink: int, by: int, args, want) -> dict:
     """``pipeline.evaluate``'s composition as two jitted calls, the arrays staying on the
-    device between them: compiler.compile_arrays, then pipeline._budget + vm.run_tests +
+    device between them: compiler.compile_arrays, then pipeline.run_cases +
     pipeline._judge. Timed from source to verdicts (both calls, one sync at the end);
     ``same``: every Evaluation field equal to the one-jit loop's ``want``."""
     import jax
 
     from bench import breakdown
-    from jaxcc import compiler, pipeline, vm, vm_pallas
+    from jaxcc import compiler, pipeline
 
     def front(s, n):
         program, error, _ = compiler.compile_arrays(s, n, lim)
         return program, error
 
     def back(program, error, cases):
-        budget = pipeline._budget(error, cases, lim)
-        lanes = cases.expected.shape[0] * cases.expected.shape[1]
-        _, per_case = vm.run_tests(
-            program, cases.entry, cases.args, cases.expected, lim, budget=budget,
-            shrink=pipeline.loop_shrink(shrink, lanes), shrink_by=by,
-            backend=vm_pallas.resolve(backend),
-        )  # fmt: skip
+        _, per_case = pipeline.run_cases(program, error, cases, lim, backend, shrink, by)
         return pipeline._judge(program, error, per_case, cases)
 
     src, length, cases = args

@@ -98,14 +98,22 @@ def evaluate(source, length, cases: Cases, limits: Limits = DEFAULT, optimize: i
     program, error, _ = compiler.compile_arrays(
         source, length, limits, optimize, passes, max_rounds
     )
-    budget = _budget(error, cases, limits)
-    lanes = cases.expected.shape[0] * cases.expected.shape[1]
-    _, per_case = vm.run_tests(
-        program, cases.entry, cases.args, cases.expected, limits, budget=budget,
-        shrink=loop_shrink(shrink, lanes), backend=vm_pallas.resolve(backend),
-        shrink_by=shrink_by,
-    )  # fmt: skip
+    _, per_case = run_cases(program, error, cases, limits, backend, shrink, shrink_by)
     return _judge(program, error, per_case, cases)
+
+
+def run_cases(program: isa.Program, error: Error, cases: Cases, limits: Limits,
+              backend: str = "xla", shrink: int | None = None,
+              shrink_by: int = SHRINK_BY):  # fmt: skip
+    """``evaluate``'s VM stage: every (program, case) lane with its budget (``_budget``:
+    none for programs that did not compile and unused cases), the lockstep array
+    shrinking as ``loop_shrink`` says. Returns vm.run_tests' (passed, per_case)."""
+    lanes = cases.expected.shape[0] * cases.expected.shape[1]
+    return vm.run_tests(
+        program, cases.entry, cases.args, cases.expected, limits,
+        budget=_budget(error, cases, limits), shrink=loop_shrink(shrink, lanes),
+        backend=vm_pallas.resolve(backend), shrink_by=shrink_by,
+    )  # fmt: skip
 
 
 def loop_shrink(shrink: int | None, lanes: int) -> int:

@@ -252,19 +252,10 @@ def _round(f: _Facts, sc, state, seeds):
     t, var, ret = state
     seed_var, seed_ret = seeds
     joined = norm(or_into(n, f.parent, f.joins, t))
-    by_builtin = (
-        ops.is_any(builtin, _B_NONE_RESULT)
-        | ops.is_any(builtin, _B_INT_RESULT)
-        | ops.is_any(builtin, _B_JOINED)
-    )
+    b_none, b_int = ops.is_any(builtin, _B_NONE_RESULT), ops.is_any(builtin, _B_INT_RESULT)
+    b_joined = ops.is_any(builtin, _B_JOINED)
     callm = jnp.select(
-        [
-            ops.is_any(builtin, _B_NONE_RESULT),
-            ops.is_any(builtin, _B_INT_RESULT),
-            ops.is_any(builtin, _B_JOINED),
-        ],
-        [M_NONE, M_INT, joined],
-        gather(ret, f.callee, BOT),
+        [b_none, b_int, b_joined], [M_NONE, M_INT, joined], gather(ret, f.callee, BOT)
     )
     new_t = jnp.select(
         [
@@ -298,7 +289,7 @@ def _round(f: _Facts, sc, state, seeds):
     # the NAME and CALL rules again, reading the variables and results just computed
     name_t = jnp.where(f.is_load, gather(new_var, sc.rep, BOT), BOT)
     new_t = jnp.where(f.ok & (kind == Node.NAME), name_t, new_t)
-    user_call = f.ok & (kind == Node.CALL) & ~by_builtin
+    user_call = f.ok & (kind == Node.CALL) & ~(b_none | b_int | b_joined)
     new_t = jnp.where(user_call, gather(new_ret, f.callee, BOT), new_t)
     return new_t, new_var, new_ret
 
