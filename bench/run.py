@@ -470,9 +470,14 @@ LOOP_NEEDS = ("jaxcc.lexer:lex", "jaxcc.parser:parse", "jaxcc.middle:middle_end"
 def bench_loop(ctx: Ctx):
     """The whole compile-run-test loop on the device (source and tests in, verdicts out):
     programs/s; `agree` counts programs whose verdict equals CPython's. With
-    ``--vm-backends xla,pallas`` also the loop with the Pallas VM kernel (rows
-    `loop_pallas`)."""
-    for backend in ctx.args.vm_backends:
+    ``--vm-backends xla,pallas`` (the default "auto" on a GPU) also the loop with the
+    Pallas VM kernel (rows `loop_pallas`: pipeline.evaluate's default VM on a GPU)."""
+    from jaxcc import vm_pallas
+
+    backends = ctx.args.vm_backends
+    if backends == ["auto"]:
+        backends = ["xla"] if vm_pallas.resolve("auto") == "xla" else ["xla", "pallas"]
+    for backend in backends:
         _bench_loop(ctx, backend)
 
 
@@ -1316,8 +1321,9 @@ def parse_args(argv=None):
                    "record its heaviest GPU kernels (row key top_kernels)")  # fmt: skip
     p.add_argument(
         "--vm-backends",
-        default="xla",
-        help="the loop entry's VM backends, comma-separated (xla, pallas)",
+        default="auto",
+        help="the loop entry's VM backends, comma-separated (xla, pallas; auto: both on "
+        "a GPU, xla elsewhere)",
     )
     p.add_argument("--opt-levels", default="1",
                    help="optimize entry: optimizer levels or presets, e.g. 1,2,tcdli:1 (1: the "

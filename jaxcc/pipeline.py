@@ -69,7 +69,7 @@ class Evaluation(NamedTuple):
 )  # fmt: skip
 def evaluate(source, length, cases: Cases, limits: Limits = DEFAULT, optimize: int = False,
              passes: tuple | None = None, max_rounds: int | None = None,
-             backend: str = "xla", shrink: int | None = None,
+             backend: str = "auto", shrink: int | None = None,
              shrink_by: int = SHRINK_BY) -> Evaluation:  # fmt: skip
     """Compile every program and run every (program, case) pair; verdicts per program.
 
@@ -77,11 +77,11 @@ def evaluate(source, length, cases: Cases, limits: Limits = DEFAULT, optimize: i
     ``optimize``, ``passes``, ``max_rounds`` (static): the optimizer as a stage between
     the compiler and the VM (compiler.compile_arrays'; True: -O1, the cheap one-round
     preset chosen for this loop; 2: -O2); step budgets then count the optimized code.
-    ``backend`` (static): the VM's, "xla" (default), "pallas" or "auto" (the Pallas
-    kernel on a GPU, XLA elsewhere); the same results either way. On an H100 the loop
-    with the kernel took 98.5 ms for 65,536 small programs against 79.9 with the XLA VM,
-    and 223.8 ms medium against 185.5 with the XLA VM's shrink (docs/benchmarks.md,
-    eighth run), so the default stays XLA.
+    ``backend`` (static): the VM's, "auto" (default: the Pallas kernel on a GPU, XLA
+    elsewhere), "xla" or "pallas"; the same results either way. On an H100 the loop with
+    the kernel took 64.2 ms for 65,536 small programs against 68.6 with the XLA VM, and
+    153 ms medium against 188 with the XLA VM's shrink, and compiled in 16-18 s against
+    24 (docs/benchmarks.md, ninth run).
     ``shrink``, ``shrink_by`` (static): the XLA VM's lockstep array shrinks ``shrink``
     times by ``shrink_by`` as its lanes stop (vm.run_tests); None: once (``SHRINK_BY``)
     for a batch of at least SHRINK_MIN_LANES (program, case) lanes, else never. The same
@@ -103,7 +103,7 @@ def evaluate(source, length, cases: Cases, limits: Limits = DEFAULT, optimize: i
 
 
 def run_cases(program: isa.Program, error: Error, cases: Cases, limits: Limits,
-              backend: str = "xla", shrink: int | None = None,
+              backend: str = "auto", shrink: int | None = None,
               shrink_by: int = SHRINK_BY):  # fmt: skip
     """``evaluate``'s VM stage: every (program, case) lane with its budget (``_budget``:
     none for programs that did not compile and unused cases), the lockstep array
