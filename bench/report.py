@@ -222,14 +222,15 @@ def plots(out_dir: str, meta_: dict, rows: list[dict]) -> list[str]:
 
 
 def _plot_vs_baselines(plt, out_dir: str, meta_: dict, rows: list[dict]) -> str | None:
-    """The loop and the cpu_centric pipeline against batch size, with the CPython
+    """The loop (with each VM: ``loop``, ``loop_pallas``) and the cpu_centric pipeline
+    against batch size, with the CPython
     baselines (one number each, independent of batch) as horizontal lines."""
     curves: dict = {}
     flat: dict = {}
     for r in rows:
         if r.get("throughput") is None or r.get("unit") != "programs/s":
             continue
-        if r.get("bench") in ("loop", "cpu_centric") and r.get("batch"):
+        if r.get("bench") in ("loop", "loop_pallas", "cpu_centric") and r.get("batch"):
             curves.setdefault(f"{r['bench']} {r.get('size')}", []).append(
                 (r["batch"], r["throughput"])
             )
