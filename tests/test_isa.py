@@ -50,12 +50,33 @@ def test_op_groups():
         assert INFO[op][:3] == (ArgKind.NONE, 1, 1)
 
 
+def reachable(prog, start: int, end: int) -> set[int]:
+    """The instructions of the function in [start, end) that control can reach from its
+    entry (a walk over fall-throughs and jump targets; RETURN_VALUE and JUMP end a path)."""
+    seen, todo = set(), [start]
+    while todo:
+        pc = todo.pop()
+        if pc in seen or not start <= pc < end:
+            continue
+        seen.add(pc)
+        op, a = Op(int(prog.op[pc])), int(prog.arg[pc])
+        if op != Op.RETURN_VALUE and op != Op.JUMP:
+            todo.append(pc + 1)
+        if INFO[op].jumps:
+            todo.append(a)
+    return seen
+
+
 def check_args(prog):
-    """Every argument the compiler emitted is of its opcode's ArgKind."""
+    """Every argument the compiler emitted is of its opcode's ArgKind. A DEPTH or COUNT is
+    bounded by fn_maxstack only where control reaches it: fn_maxstack is the maximum over
+    the reachable instructions (jaxcc/reference/compiler.py), and code after a ``return`` is emitted
+    but never runs (found by Hypothesis: ``return -+6`` followed by a two-value ``print``)."""
     n_code, n_funcs = int(prog.n_code), int(prog.n_funcs)
     entries = prog.fn_entry[:n_funcs].tolist() + [n_code]
     for fid in range(n_funcs):
         nlocals = int(prog.fn_nlocals[fid])
+        live = reachable(prog, entries[fid], entries[fid + 1])
         for pc in range(entries[fid], entries[fid + 1]):
             op, a = Op(int(prog.op[pc])), int(prog.arg[pc])
             kind = INFO[op].arg
@@ -68,9 +89,9 @@ def check_args(prog):
             elif kind == ArgKind.FUNC:
                 assert 0 <= a < n_funcs
             elif kind in (ArgKind.DEPTH,):
-                assert 1 <= a <= int(prog.fn_maxstack[fid])
+                assert 1 <= a and (pc not in live or a <= int(prog.fn_maxstack[fid]))
             elif kind == ArgKind.COUNT:
-                assert 0 <= a <= int(prog.fn_maxstack[fid])
+                assert 0 <= a and (pc not in live or a <= int(prog.fn_maxstack[fid]))
 
 
 EVERY_OP_SOURCE = """
@@ -101,6 +122,20 @@ def test_compiler_emits_every_opcode_it_can():
     # compare-and-branch opcodes and LOAD_VAR2 (only the optimizer makes those)
     assert set(Op) - used == {Op.NOP, Op.DUP_TOP, Op.JUMP_IF_TRUE, *isa.COMPARE_JUMP_OPS,
                               Op.LOAD_VAR2}  # fmt: skip
+
+
+def test_dead_code_after_return_is_checked_only_for_its_kinds():
+    # the function's reachable code needs one operand; the print after its return two
+    src = "def f(p, q):\n    return 6\n    print(p * q, p + q)\n    return 1\nprint(f(1, 2))\n"
+    c = compile_source(src, BIG)
+    assert c.error.code == Code.OK, c.debug.message
+    p, entries = c.program, c.program.fn_entry[:2].tolist() + [int(c.program.n_code)]
+    assert int(p.fn_maxstack[1]) == 1
+    live = reachable(p, entries[1], entries[2])
+    dead = [pc for pc in range(entries[1], entries[2]) if pc not in live]
+    assert [Op(int(p.op[pc])) for pc in sorted(live)] == [Op.LOAD_CONST, Op.RETURN_VALUE]
+    assert any(Op(int(p.op[pc])) == Op.PRINT_INT and int(p.arg[pc]) == 2 for pc in dead)
+    check_args(p)
 
 
 @settings(max_examples=30, deadline=None,
