@@ -79,7 +79,8 @@ def _run_start() -> float:
 # `jaxcc run --timeout`: seconds of run time (compiles not counted) for the whole batch.
 # Without --timeout the limit is DefaultTimeout(): 20 s of run time, fewer when start-up
 # and compiling took long, so that a runaway program ends about 28 s after jaxcc started
-# (a cold H100 spends 13-17 s in start-up and compiles), never fewer than 5 s. On the 2-core CPU every
+# (a cold H100 spends 13-26 s in start-up and compiles), never fewer than 2 s (5 s until
+# 2026-11-28: after a 25.6 s start a runaway then ended at 31.9 s). On the 2-core CPU every
 # examples/*.py finishes in ~12-16 s of run time as one batch (bits.py's 1.8M steps are
 # the longest), and `while True: pass` ends after 20 s + ~5 s of start-up and compile:
 # docs/vm.md ("Budgets").
@@ -94,7 +95,7 @@ class DefaultTimeout(NamedTuple):
 
     most: float = DEFAULT_TIMEOUT
     end_s: float = 28.0
-    least: float = 5.0
+    least: float = 2.0
     start: float | None = None  # _cmd_run: _run_start()
 
     def seconds(self, now: float) -> float:
