@@ -198,6 +198,7 @@ def test_claims_quick(tmp_path):
         assert all(a <= b + 1e-9 for a, b in zip(obs[:-1], obs[1:], strict=True))
         assert c["p_success_eq7"]["1"] == pytest.approx(p)
         assert c["p_correct_recheck_mean"] <= p + 1e-9  # truth: level 3 and the re-check
+        assert c["p_success_observed_big_k"] == {} and c["big_k_programs"] == 0  # --big-k 0
     for level in ("1", "2", "3"):
         w = r["wrong_but_accepted"][level]
         assert 0 <= w["wrong_accepted"] <= min(w["accepted"], w["wrong"])
@@ -213,6 +214,15 @@ def test_claims_quick(tmp_path):
     assert (
         lc["programs_with_correct"] <= r["programs"] and lc["faster"] <= lc["programs_with_correct"]
     )
+
+
+def test_claims_quick_values_yield_to_given_options():
+    from jaxcc.neural import claims
+
+    ns = claims.parse_args(["--out", "x", "--quick", "--big-k", "0", "--n", "5"])
+    assert (ns.big_k, ns.n, ns.samples, ns.levels) == (0, 5, 4, "0")  # given; --quick's
+    ns = claims.parse_args(["--out", "x"])
+    assert (ns.big_k, ns.n, ns.samples, ns.levels) == (1000, 32, 32, "0,1,2,3")  # no --quick
 
 
 def test_claims_timing_stops_at_the_memory_limit(monkeypatch):

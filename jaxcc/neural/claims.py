@@ -772,12 +772,13 @@ def parse_args(argv=None):
                    "stage always samples untyped, its hybrid typed)")  # fmt: skip
     ns = p.parse_args(argv)
     if ns.quick:
-        quick = dict(levels="0", n=3, n_handwritten=1, handwritten="examples/gcd.py",
-                     samples=4, big_k=8, big_n=1, probes=16, cases=4, funcs=4,
-                     recheck_inputs=16, recheck_chunk=8, chunk=4, batches="4",
-                     det_batches="4", timing_k=4, no_cpython=True)  # fmt: skip
-        for k, v in quick.items():
-            setattr(ns, k, v)
+        # --quick's values are defaults: an option given with it still wins (the test's
+        # --big-k 0 had been overridden, judging one more shape for a minute on the CPU)
+        p.set_defaults(levels="0", n=3, n_handwritten=1, handwritten="examples/gcd.py",
+                       samples=4, big_k=8, big_n=1, probes=16, cases=4, funcs=4,
+                       recheck_inputs=16, recheck_chunk=8, chunk=4, batches="4",
+                       det_batches="4", timing_k=4, no_cpython=True)  # fmt: skip
+        ns = p.parse_args(argv)
     return ns
 
 
