@@ -165,7 +165,10 @@ class _Gen:
         self.max_statements = max_statements
         self.unbound_reads = unbound_reads
         self.counter = 0
-        self.trips: dict[int, int] = {}  # id(loop node) -> trip bound (for costs)
+        # loop node -> trip bound (for costs). Keyed by the node itself, which keeps it
+        # alive: keyed by id(), a dropped loop's id was reused by a later node, whose cost
+        # then depended on the process's allocation history (what it had imported)
+        self.trips: dict[ast.AST, int] = {}
         self.called: set[str] = set()  # functions with at least one call site
         self.style = 0  # how fresh names look
         self.top: _Scope | None = None  # the module body's scope
@@ -560,7 +563,7 @@ class _Gen:
         sc.types.setdefault(name, INT)
         body = self.loop_body(sc, fuel, trips, name)
         node = ast.For(_name(name, ast.Store()), _call("range", args), body, [])
-        self.trips[id(node)] = trips
+        self.trips[node] = trips
         return node
 
     def while_stmt(self, sc: _Scope, fuel: int) -> ast.stmt:
@@ -580,7 +583,7 @@ class _Gen:
                 extra = self.expr(sc, BOOL, self.fuel - 1)
                 test = ast.BoolOp(ast.And(), [test, extra])
             node = ast.While(test, [inc, *self.loop_body(sc, fuel, k, None)], [])
-        self.trips[id(node)] = k + 1
+        self.trips[node] = k + 1
         init = ast.Assign([_name(c, ast.Store())], ast.Constant(0))
         return _Seq([init, node])
 
@@ -664,7 +667,7 @@ class _Gen:
             inc = ast.AugAssign(_name(c, ast.Store()), ast.Add(), ast.Constant(1))
             done = ast.If(ast.Compare(_name(c), [ast.Gt()], [ast.Constant(k)]), [self.ret(sc)], [])
             node = ast.While(ast.Constant(True), [inc, done], [])
-            self.trips[id(node)] = k + 2
+            self.trips[node] = k + 2
             tail += [ast.Assign([_name(c, ast.Store())], ast.Constant(0)), node]
         return tail
 
@@ -675,7 +678,7 @@ class _Gen:
         if isinstance(node, (ast.For, ast.While)):
             inner = self.cost(node.body, costs) + 2
             head = self.cost(node.iter if isinstance(node, ast.For) else node.test, costs)
-            return self.trips.get(id(node), 1) * (inner + head) + head
+            return self.trips.get(node, 1) * (inner + head) + head
         total = 1
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
             total += costs.get(node.func.id, 0)
