@@ -47,3 +47,21 @@ def pytest_configure(config):
     settings.register_profile("jaxcc-fixed", derandomize=True, database=None)
     settings.register_profile("jaxcc-explore", derandomize=False)
     settings.load_profile("jaxcc-explore" if slow else "jaxcc-fixed")
+    if not slow:
+        _no_local_constants()
+
+
+def _no_local_constants():
+    """Hypothesis (>= 6.131) also draws the literals of the project's modules imported so
+    far (``providers._get_local_constants``), so a test's examples depended on what earlier
+    tests had imported: test_isa's generated programs changed after any test that imported
+    jaxcc.cli, and under pytest-xdist a worker's history depends on scheduling. With no
+    local constants a derandomized test draws the same examples in any order. (Private
+    Hypothesis API: where it is missing the draws are order-dependent as before.)"""
+    try:
+        from hypothesis.internal.conjecture import providers
+    except ImportError:
+        return
+    empty = getattr(providers, "_local_constants", None)  # none found yet: no test has run
+    if hasattr(providers, "_get_local_constants") and empty is not None and not len(empty):
+        providers._get_local_constants = lambda: empty

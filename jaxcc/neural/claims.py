@@ -55,7 +55,8 @@ Numbers (``results.json``):
   time; and CPython's ``compile()`` on every host core.
 
 ``--quick``: a CPU smoke test (tiny random-init model unless --weights, small shapes, a
-handful of programs, few samples and inputs); its numbers mean nothing.
+handful of programs, few samples and inputs; an option given beside it keeps its value);
+its numbers mean nothing.
 """
 
 from __future__ import annotations
