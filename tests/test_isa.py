@@ -12,7 +12,7 @@ from jaxcc import isa
 from jaxcc.dis import format_dis, get_instructions
 from jaxcc.errors import Code
 from jaxcc.isa import INFO, ArgKind, Op
-from jaxcc.reference.compiler import compile_source
+from jaxcc.reference.compiler import compile_source, stack_depths
 from jaxcc.testing import programs
 from property_tests.limits import HOST as BIG
 
@@ -50,33 +50,23 @@ def test_op_groups():
         assert INFO[op][:3] == (ArgKind.NONE, 1, 1)
 
 
-def reachable(prog, start: int, end: int) -> set[int]:
-    """The instructions of the function in [start, end) that control can reach from its
-    entry (a walk over fall-throughs and jump targets; RETURN_VALUE and JUMP end a path)."""
-    seen, todo = set(), [start]
-    while todo:
-        pc = todo.pop()
-        if pc in seen or not start <= pc < end:
-            continue
-        seen.add(pc)
-        op, a = Op(int(prog.op[pc])), int(prog.arg[pc])
-        if op != Op.RETURN_VALUE and op != Op.JUMP:
-            todo.append(pc + 1)
-        if INFO[op].jumps:
-            todo.append(a)
-    return seen
+def reachable(prog, start: int) -> set[int]:
+    """The instructions control reaches from a function's entry: the pcs the reference
+    compiler's abstract walk (``stack_depths``, which fn_maxstack is the maximum over) visits."""
+    op, arg = prog.op.tolist(), prog.arg.tolist()
+    return set(stack_depths(op, arg, start, lambda g: int(prog.fn_nparams[g])))
 
 
 def check_args(prog):
     """Every argument the compiler emitted is of its opcode's ArgKind. A DEPTH or COUNT is
     bounded by fn_maxstack only where control reaches it: fn_maxstack is the maximum over
-    the reachable instructions (jaxcc/reference/compiler.py), and code after a ``return`` is emitted
-    but never runs (found by Hypothesis: ``return -+6`` followed by a two-value ``print``)."""
+    the reachable instructions, and code after a ``return`` is emitted but never runs
+    (found by Hypothesis: ``return -+6`` followed by a two-value ``print``)."""
     n_code, n_funcs = int(prog.n_code), int(prog.n_funcs)
     entries = prog.fn_entry[:n_funcs].tolist() + [n_code]
     for fid in range(n_funcs):
         nlocals = int(prog.fn_nlocals[fid])
-        live = reachable(prog, entries[fid], entries[fid + 1])
+        live = reachable(prog, entries[fid])
         for pc in range(entries[fid], entries[fid + 1]):
             op, a = Op(int(prog.op[pc])), int(prog.arg[pc])
             kind = INFO[op].arg
@@ -131,7 +121,7 @@ def test_dead_code_after_return_is_checked_only_for_its_kinds():
     assert c.error.code == Code.OK, c.debug.message
     p, entries = c.program, c.program.fn_entry[:2].tolist() + [int(c.program.n_code)]
     assert int(p.fn_maxstack[1]) == 1
-    live = reachable(p, entries[1], entries[2])
+    live = reachable(p, entries[1])
     dead = [pc for pc in range(entries[1], entries[2]) if pc not in live]
     assert [Op(int(p.op[pc])) for pc in sorted(live)] == [Op.LOAD_CONST, Op.RETURN_VALUE]
     assert any(Op(int(p.op[pc])) == Op.PRINT_INT and int(p.arg[pc]) == 2 for pc in dead)
