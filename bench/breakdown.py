@@ -105,10 +105,10 @@ class Stage(NamedTuple):
 
 
 def _pass_stage(i: int, limits) -> Stage:
-    """Pass i of middle.PASSES as a stage: vmapped over the batch as middle_end_debug does.
+    """Pass i of middle.PASSES as a stage: over the batch as middle_end_debug runs it
+    (vmapped, in chunks of middle.CHUNK programs).
     Outputs only the State fields the pass set; the last pass gives (program, error) as
     middle.outcome gives them (its debug arrays dropped: pipeline.evaluate does not use them)."""
-    import jax
 
     from jaxcc import middle
 
@@ -128,7 +128,7 @@ def _pass_stage(i: int, limits) -> Stage:
         if first:
             limits.check()
         st = middle.initial_state(*inputs) if first else inputs[0]
-        new = jax.vmap(one)(st)
+        new = middle.map_batch(one, st)  # in chunks, as middle.run_passes runs the passes
         return new if last else {"state": new}
 
     fn.__name__ = f"middle_{name}"

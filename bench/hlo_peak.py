@@ -59,6 +59,8 @@ def main(argv=None) -> int:
     p.add_argument("--batch", type=int, default=1, help="programs per call (divides bytes)")
     p.add_argument("--file", default="lexer.py", help="source file for the line column")
     p.add_argument("--top", type=int, default=25)
+    p.add_argument("--profile", action="store_true",
+                   help="also the largest heap while each jaxcc function's code runs")  # fmt: skip
     ns = p.parse_args(argv)
     hlo = open(ns.prefix + ".txt").read().splitlines()
     ba = open(ns.prefix + "-buffer-assignment.txt").read().splitlines()
@@ -145,6 +147,8 @@ def main(argv=None) -> int:
         n_shape[key] += 1
         lines = [w for w in _where(tab, frame_of.get(name)) if w.startswith(ns.file)]
         by_line[lines[0] if lines else "?"] += size
+    if ns.profile:
+        _profile(entry, sizes, tab, frame_of, b)
     print("by shape (bytes per program, values):")
     for k, v in by_shape.most_common(ns.top):
         print(f"  {v / b:8.0f}  x{n_shape[k]:<3d} {k}")
@@ -152,6 +156,22 @@ def main(argv=None) -> int:
     for k, v in by_line.most_common(ns.top):
         print(f"  {v / b:8.0f}  {k}")
     return 0
+
+
+def _profile(entry, sizes, tab, frame_of, b):
+    """Per jaxcc stage (the outermost jaxcc/ frame below the entry point, file:function)
+    the largest heap at a step whose instruction it emitted: where each stage peaks."""
+    best = {}
+    for t, (name, _) in enumerate(entry):
+        frames = [w for w in _where(tab, frame_of.get(name))
+                  if w.split(":")[0] not in ("pipeline.py", "compiler.py", "ab_time.py")]  # fmt: skip
+        key = frames[-1] if frames else "?"
+        key = key.split(":")[0] + ":" + key.split(" ")[-1]
+        if key not in best or sizes[t] > best[key][0]:
+            best[key] = (sizes[t], t)
+    print("largest heap per stage (bytes per program, at step):")
+    for k, (v, t) in sorted(best.items(), key=lambda kv: -kv[1][0]):
+        print(f"  {v / b:8.0f}  step {t:5d}  {k}")
 
 
 if __name__ == "__main__":

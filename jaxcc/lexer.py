@@ -1484,20 +1484,40 @@ def dfa_tables(n: int, hash_muls: tuple[int, int] = LT.HASH_MULS):
     return dev
 
 
-def _lex_batched(source, length, tables, limits):
+# A batch of more than CHUNK_BYTES // N programs (N bytes each) is lexed that many
+# programs at a time, one chunk after another (lax.map): the lexer's temporaries (about
+# 45 KB a small program: per-byte columns) then take a chunk's worth of memory, not the
+# batch's, while each kernel still spans 2**24 bytes, enough to fill a GPU. On an H100
+# (docs/benchmarks.md, "Memory per program in flight: chunks") the lexer alone on 65,536
+# programs held 50.4 -> 25.8 KB a small program and 117 -> 30.4 KB a medium one, and
+# ran faster: 22.2 -> 16.4 ms small, 46.0 -> 33.4 ms medium (chunks of 2**22 or 2**23
+# bytes were slower than 2**24).
+CHUNK_BYTES = 1 << 24
+
+
+def _chunk(chunk: int | None, n_bytes: int) -> int:
+    return max(1, CHUNK_BYTES // n_bytes) if chunk is None else chunk
+
+
+def _lex_batched(source, length, tables, limits, chunk: int = 0):
     one = functools.partial(_lex_one, limits=limits)
+    if chunk and source.shape[0] > chunk:
+        return lax.map(lambda a: one(a[0], a[1], tables), (source, length), batch_size=chunk)
     return jax.vmap(one, in_axes=(0, 0, None))(source, length, tables)
 
 
-_lex_jit = jax.jit(_lex_batched, static_argnames=("limits",))
+_lex_jit = jax.jit(_lex_batched, static_argnames=("limits", "chunk"))
 
 
-def lex(source, length, limits: Limits = DEFAULT) -> tuple[Tokens, Error]:
+def lex(source, length, limits: Limits = DEFAULT, chunk: int | None = None) -> tuple[Tokens, Error]:
     """Tokens and the first error of each program.
 
     source: UInt8[B, N] (N = limits.max_source_bytes; bytes past length are ignored) or
     UInt8[N] for one program; length: Int32[B] (or a scalar). Works under jit and vmap.
-    Raises ValueError for limits beyond what its error keys hold (``Limits.check``).
+    ``chunk`` (static): a batch of more than ``chunk`` programs is lexed ``chunk``
+    programs at a time (``lax.map``), so its temporaries are ``chunk`` programs' (0: the
+    whole batch at once; None: CHUNK_BYTES // N programs); the result is the same either
+    way. Raises ValueError for limits beyond what its error keys hold (``Limits.check``).
     """
     limits.check()
     source = jnp.asarray(source)
@@ -1505,7 +1525,8 @@ def lex(source, length, limits: Limits = DEFAULT) -> tuple[Tokens, Error]:
     if source.ndim == 1:
         toks, err = _lex_jit(source[None], length[None], dfa_tables(source.shape[-1]), limits)
         return jax.tree.map(lambda x: x[0], (toks, err))
-    return _lex_jit(source, length, dfa_tables(source.shape[-1]), limits)
+    chunk = _chunk(chunk, source.shape[-1])
+    return _lex_jit(source, length, dfa_tables(source.shape[-1]), limits, chunk)
 
 
 def lex_front(source, length, limits: Limits = DEFAULT) -> _Front:

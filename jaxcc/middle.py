@@ -85,11 +85,24 @@ def outcome(st: State):
     return st.program, Error(e.code, e.line, e.col, e.detail), st.debug
 
 
-def run_passes(st: State, limits: Limits, names: tuple[str, ...] | None = None) -> State:
+# A batch of more than CHUNK programs goes through the passes CHUNK programs at a time,
+# one chunk after another (lax.map): the passes' temporaries (per-node columns, 40-44 KB
+# a small program at the peak) are then CHUNK programs' worth, not the batch's. On an
+# H100, with the lexer's chunks, the loop of 65,536 small programs held 58.2 -> 25.5 KB a
+# program and ran 10% faster; chunks of 8,192 held less but were 5-12% slower than 16,384
+# (each pass's while_loop runs once per chunk) (docs/benchmarks.md, "Memory per program
+# in flight: chunks").
+CHUNK = 16384
+
+
+def run_passes(st: State, limits: Limits, names: tuple[str, ...] | None = None,
+               chunk: int = CHUNK) -> State:  # fmt: skip
     """The passes ``names`` (a run of consecutive ``PASSES``, in order; None: all) on a State,
     batched (leading axis B, under vmap) or one program: ``middle_end_debug`` cut into
     pieces that can be jitted apart (the compiler's split compile); ``outcome`` of the
-    State after the last pass is ``middle_end_debug``'s result."""
+    State after the last pass is ``middle_end_debug``'s result. ``chunk`` (static): a
+    batch of more than ``chunk`` programs runs ``chunk`` at a time (``lax.map``; 0: the
+    whole batch at once); the same result either way."""
     order = [n for n, _ in PASSES]
     names = tuple(order) if names is None else tuple(names)
     i = order.index(names[0])
@@ -102,21 +115,30 @@ def run_passes(st: State, limits: Limits, names: tuple[str, ...] | None = None) 
             st = f(st, limits)
         return st
 
-    return jax.vmap(one)(st) if jnp.ndim(st.ast.kind) == 2 else one(st)
+    return one(st) if jnp.ndim(st.ast.kind) != 2 else map_batch(one, st, chunk)
 
 
-def middle_end(ast, tokens, limits: Limits, error: Error | None = None):
+def map_batch(f, st: State, chunk: int = CHUNK):
+    """``jax.vmap(f)(st)`` for a batched State (leading axis B), run ``chunk`` programs at
+    a time (``lax.map``) when B > chunk > 0: the same result, a chunk's temporaries."""
+    if chunk and st.ast.kind.shape[0] > chunk:
+        return jax.lax.map(f, st, batch_size=chunk)
+    return jax.vmap(f)(st)
+
+
+def middle_end(ast, tokens, limits: Limits, error: Error | None = None, chunk: int = CHUNK):
     """Compile a batch (leading axis B) or one program's flat AST to bytecode.
 
     ``middle_end_debug`` without its debug arrays (XLA drops their computation).
     """
-    program, error, _ = middle_end_debug(ast, tokens, limits, error)
+    program, error, _ = middle_end_debug(ast, tokens, limits, error, chunk)
     return program, error
 
 
-def middle_end_debug(ast, tokens, limits: Limits, error: Error | None = None):
+def middle_end_debug(ast, tokens, limits: Limits, error: Error | None = None,
+                     chunk: int = CHUNK):  # fmt: skip
     """Compile a batch (leading axis B) or one program's flat AST to bytecode:
-    (Program, Error, debuginfo.Debug).
+    (Program, Error, debuginfo.Debug). ``chunk``: as ``run_passes``'.
 
     ``tokens`` is accepted for the pipeline's uniformity (positions are in the Ast).
     ``error``: the lexer/parser's Error for each program; a program that has one keeps
@@ -124,4 +146,4 @@ def middle_end_debug(ast, tokens, limits: Limits, error: Error | None = None):
     """
     del tokens
     limits.check()  # the passes order errors by 64 * node + sub in int32
-    return outcome(run_passes(initial_state(ast, error), limits))
+    return outcome(run_passes(initial_state(ast, error), limits, chunk=chunk))

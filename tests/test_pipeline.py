@@ -17,7 +17,7 @@ import jax
 import numpy as np
 from hypothesis import HealthCheck, Phase, given, settings
 
-from jaxcc import compiler, isa, lexer, pipeline
+from jaxcc import compiler, isa, lexer, middle, parser, pipeline
 from jaxcc import optimize as opt
 from jaxcc.errors import Code, Unsupported
 from jaxcc.pipeline import Verdict
@@ -419,3 +419,24 @@ def test_loop_shrink_rule():
     assert pipeline.loop_shrink(None, n) == 1 and pipeline.loop_shrink(None, n - 1) == 0
     assert pipeline.loop_shrink(0, n) == 0 and pipeline.loop_shrink(3, 4) == 3
     assert pipeline.SHRINK_BY >= 2
+
+
+def test_chunked_front_and_middle_equal_compile_arrays():
+    """A batch larger than the lexer's and the middle end's ``chunk`` goes through them a
+    chunk at a time (lax.map; 64 programs in chunks of 24: two whole chunks and a rest of
+    16) with exactly compile_arrays' program and errors (one batch, no chunks)."""
+    sources = (SMALL + DEEP + LONG) * B
+    sources = [sources[i] for i in random.Random(7).sample(range(len(sources)), B)]
+
+    def chunked(source, length):
+        tokens, lex_error = lexer.lex(source, length, LIMITS, chunk=24)
+        ast, parse_error = parser.parse(tokens, LIMITS, lex_error=lex_error)
+        return middle.middle_end(ast, tokens, LIMITS, parse_error, chunk=24)
+
+    opts = compiler.CPU_FAST_COMPILE if jax.default_backend() == "cpu" else None
+    source, length = lexer.encode(sources, LIMITS)
+    prog, err = jax.device_get(jax.jit(chunked, compiler_options=opts)(source, length))
+    full = jax.device_get(compiler.compile_arrays(source, length, LIMITS))
+    for a, b in zip((*prog, *err), (*full.program, *full.error), strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert {Code.OK, Code.LIMIT} < {int(c) for c in err.code}  # and other errors
