@@ -1488,7 +1488,7 @@ def dfa_tables(n: int, hash_muls: tuple[int, int] = LT.HASH_MULS):
 # programs at a time, one chunk after another (lax.map): the lexer's temporaries (about
 # 45 KB a small program: per-byte columns) then take a chunk's worth of memory, not the
 # batch's, while each kernel still spans 2**24 bytes, enough to fill a GPU. On an H100
-# (docs/benchmarks.md, "Memory per program in flight: chunks") the lexer alone on 65,536
+# (docs/benchmarks.md, "GPU results, tenth run") the lexer alone on 65,536
 # programs held 50.4 -> 25.8 KB a small program and 117 -> 30.4 KB a medium one, and
 # ran faster: 22.2 -> 16.4 ms small, 46.0 -> 33.4 ms medium (chunks of 2**22 or 2**23
 # bytes were slower than 2**24).

@@ -90,8 +90,8 @@ def outcome(st: State):
 # a small program at the peak) are then CHUNK programs' worth, not the batch's. On an
 # H100, with the lexer's chunks, the loop of 65,536 small programs held 58.2 -> 25.5 KB a
 # program and ran 10% faster; chunks of 8,192 held less but were 5-12% slower than 16,384
-# (each pass's while_loop runs once per chunk) (docs/benchmarks.md, "Memory per program
-# in flight: chunks").
+# (each pass's while_loop runs once per chunk) (docs/benchmarks.md, "GPU results, tenth
+# run").
 CHUNK = 16384
 
 
