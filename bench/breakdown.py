@@ -110,7 +110,7 @@ def _pass_stage(i: int, limits) -> Stage:
     Outputs only the State fields the pass set; the last pass gives (program, error) as
     middle.outcome gives them (its debug arrays dropped: pipeline.evaluate does not use them)."""
 
-    from jaxcc import middle
+    from jaxcc import arrays, middle
 
     name, f = middle.PASSES[i]
     first, last = i == 0, i == len(middle.PASSES) - 1
@@ -128,7 +128,7 @@ def _pass_stage(i: int, limits) -> Stage:
         if first:
             limits.check()
         st = middle.initial_state(*inputs) if first else inputs[0]
-        new = middle.map_batch(one, st)  # in chunks, as middle.run_passes runs the passes
+        new = arrays.map_batch(one, st, middle.CHUNK)  # as middle.run_passes runs the passes
         return new if last else {"state": new}
 
     fn.__name__ = f"middle_{name}"

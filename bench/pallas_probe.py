@@ -172,10 +172,8 @@ def check_state(batch, entry, args, budget, limits, **options):
 
 
 def generated_inputs(n_programs=40, calls=3):
-    import ast
-
     from jaxcc.reference.compiler import compile_source
-    from jaxcc.testing import _Gen, _Seeded
+    from jaxcc.testing import seeded_program
     from tests import test_vm as hand
     from tests.test_vm_pallas import COMPILE, RUN
 
@@ -184,8 +182,7 @@ def generated_inputs(n_programs=40, calls=3):
     seed = 0
     while len(progs) < n_programs * (calls + 1):
         seed += 1
-        src = ast.unparse(_Gen(_Seeded(seed), 3, 3, 2, 4, True).module()) + "\n"
-        c = compile_source(src, COMPILE)
+        c = compile_source(seeded_program(seed), COMPILE)
         if int(c.error.code) != Code.OK:
             continue
         for k in range(calls + 1):

@@ -22,6 +22,15 @@ I32 = jnp.int32
 BIG = jnp.iinfo(jnp.int32).max  # above every key, rank and position the stages compare
 
 
+def map_batch(f, xs, chunk: int):
+    """``jax.vmap(f)(xs)`` over the leading (batch) axis of the pytree ``xs``, run ``chunk``
+    programs at a time, one chunk after another (``lax.map``), when B > chunk > 0: the same
+    result, with a chunk's temporaries instead of the batch's (docs/benchmarks.md, tenth run)."""
+    if chunk and jax.tree.leaves(xs)[0].shape[0] > chunk:
+        return jax.lax.map(f, xs, batch_size=chunk)
+    return jax.vmap(f)(xs)
+
+
 def as_i32(x):
     """``x`` as an int32 array."""
     return jnp.asarray(x, I32)

@@ -22,7 +22,7 @@ import numpy as np
 from jax import lax
 
 from jaxcc import lexer_tables as LT
-from jaxcc.arrays import I32, gather, index, set_at, set_rows
+from jaxcc.arrays import I32, gather, index, map_batch, set_at, set_rows
 from jaxcc.errors import (
     INT_MAX_STR_DIGITS,
     MAX_INDENT_LEVEL,
@@ -1500,10 +1500,7 @@ def _chunk(chunk: int | None, n_bytes: int) -> int:
 
 
 def _lex_batched(source, length, tables, limits, chunk: int = 0):
-    one = functools.partial(_lex_one, limits=limits)
-    if chunk and source.shape[0] > chunk:
-        return lax.map(lambda a: one(a[0], a[1], tables), (source, length), batch_size=chunk)
-    return jax.vmap(one, in_axes=(0, 0, None))(source, length, tables)
+    return map_batch(lambda a: _lex_one(*a, tables, limits), (source, length), chunk)
 
 
 _lex_jit = jax.jit(_lex_batched, static_argnames=("limits", "chunk"))

@@ -14,10 +14,9 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-import jax
 import jax.numpy as jnp
 
-from jaxcc import debuginfo, isa
+from jaxcc import arrays, debuginfo, isa
 from jaxcc.codegen import emit_code
 from jaxcc.errors import Code, Error
 from jaxcc.limits import Limits
@@ -115,15 +114,7 @@ def run_passes(st: State, limits: Limits, names: tuple[str, ...] | None = None,
             st = f(st, limits)
         return st
 
-    return one(st) if jnp.ndim(st.ast.kind) != 2 else map_batch(one, st, chunk)
-
-
-def map_batch(f, st: State, chunk: int = CHUNK):
-    """``jax.vmap(f)(st)`` for a batched State (leading axis B), run ``chunk`` programs at
-    a time (``lax.map``) when B > chunk > 0: the same result, a chunk's temporaries."""
-    if chunk and st.ast.kind.shape[0] > chunk:
-        return jax.lax.map(f, st, batch_size=chunk)
-    return jax.vmap(f)(st)
+    return one(st) if jnp.ndim(st.ast.kind) != 2 else arrays.map_batch(one, st, chunk)
 
 
 def middle_end(ast, tokens, limits: Limits, error: Error | None = None, chunk: int = CHUNK):

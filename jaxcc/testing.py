@@ -990,6 +990,14 @@ def programs(
     return _programs(max_functions, fuel, depth, max_statements, unbound_reads, formatting)
 
 
+def seeded_program(seed: int) -> str:
+    """``programs()``' kind of program (its default sizes, no formatting: ``ast.unparse``
+    plus a newline) with its choices from ``random.Random(seed)`` instead of Hypothesis:
+    the same text for a seed in any process, and far cheaper to make in bulk (nothing
+    shrinks)."""
+    return ast.unparse(_Gen(_Seeded(seed), 3, 3, 2, 4, True).module()) + "\n"
+
+
 # ------------------------------------------------------------------------ near misses
 
 # The error classes near_misses() can make, with the exception name jaxcc reports.

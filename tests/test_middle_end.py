@@ -9,7 +9,6 @@ compiles once (and the persistent cache keeps it between runs).
 
 from __future__ import annotations
 
-import ast as pyast
 import functools
 
 import jax
@@ -24,7 +23,7 @@ from jaxcc.middle import PASSES, middle_end
 from jaxcc.reference.compiler import compile_source
 from jaxcc.reference.flatten import flatten, flatten_many
 from jaxcc.reference.interp import run_program
-from jaxcc.testing import _Gen, _Seeded
+from jaxcc.testing import seeded_program
 from property_tests.limits import MIDDLE as LIMITS
 
 BATCH = 32
@@ -385,5 +384,5 @@ def test_merged_code_rules_never_meet_on_generated_programs(seeds):
     """The same on 16 programs of jaxcc.testing's generator (``programs()``' defaults but
     its choices seeded, as tests/test_vm_pallas.py makes them: drawing 16 programs'
     choices through Hypothesis took most of the test's 120-180 s)."""
-    sources = [pyast.unparse(_Gen(_Seeded(s), 3, 3, 2, 4, True).module()) + "\n" for s in seeds]
+    sources = [seeded_program(s) for s in seeds]
     assert _rule_overlap(sources) <= 1

@@ -17,7 +17,6 @@ batch of one shape.
 
 from __future__ import annotations
 
-import ast
 import functools
 
 import jax
@@ -28,7 +27,7 @@ from jaxcc import isa, vm, vm_pallas
 from jaxcc.errors import Code
 from jaxcc.limits import Limits
 from jaxcc.reference.compiler import compile_source
-from jaxcc.testing import _Gen, _Seeded
+from jaxcc.testing import seeded_program
 from property_tests import test_vm_vs_reference as prop
 from tests import test_vm as hand
 
@@ -112,8 +111,7 @@ def generated_lanes(n_programs=12, calls=3):
     seed = 0
     while len(progs) < n_programs * (calls + 1):
         seed += 1
-        src = _Gen(_Seeded(seed), 3, 3, 2, 4, True).module()
-        c = compile_source(ast.unparse(src) + "\n", COMPILE)
+        c = compile_source(seeded_program(seed), COMPILE)
         if int(c.error.code) != Code.OK:
             continue
         n_f = int(c.program.n_funcs)
