@@ -16,6 +16,38 @@ jax.config.update("jax_compilation_cache_dir", _CACHE)
 os.environ.setdefault("JAXCC_CACHE_DIR", _CACHE)
 jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
 
+# XLA:CPU's fast-compile options (jaxcc.compiler.CPU_FAST_COMPILE) for every jit the
+# suite compiles in its own processes: the suite is mostly XLA compiles of small batches,
+# and at LLVM -O0 they take about half the CPU (tests/test_bench_breakdown.py 86 -> 35 s
+# of CPU, the shipped model's level-0 test 120 -> 87 s; the suite took 37 min on a 2-core
+# Intel Xeon without them). Integer code computes the same at any level, and the
+# compiler's jits run with these options in the CLI anyway (compiler.fast_compile). The
+# backend reads XLA_FLAGS once, at the first compile, so one is made here; then the
+# variable is put back, and the CLI subprocesses that tests start run with XLA's defaults,
+# as users run them (their wall-clock limits are tuned to those; tests/test_sharding.py
+# gives its child these flags itself). JAXCC_TEST_XLA_DEFAULTS=1: XLA's defaults throughout.
+FAST_XLA_FLAGS = (
+    "--xla_backend_optimization_level=0 --xla_cpu_use_fusion_emitters=false "
+    "--xla_llvm_disable_expensive_passes=true --xla_cpu_parallel_codegen_split_count=1"
+)
+# the options that FAST_XLA_FLAGS lowers, at XLA's defaults: for a test's own jit whose
+# run time, not its compile, is what the test spends
+OPTIMIZED = {
+    "xla_backend_optimization_level": 3,
+    "xla_cpu_use_fusion_emitters": True,
+    "xla_llvm_disable_expensive_passes": False,
+    "xla_cpu_parallel_codegen_split_count": 32,
+}
+FAST = os.environ.get("JAXCC_TEST_XLA_DEFAULTS", "0") != "1"
+if FAST:
+    _before = os.environ.get("XLA_FLAGS")
+    os.environ["XLA_FLAGS"] = ((_before or "") + " " + FAST_XLA_FLAGS).strip()
+    jax.jit(lambda x: x + 1)(1)  # starts the backend: XLA_FLAGS is read now
+    if _before is None:
+        del os.environ["XLA_FLAGS"]
+    else:
+        os.environ["XLA_FLAGS"] = _before
+
 
 @pytest.fixture(autouse=True, scope="module")
 def _release_executables():

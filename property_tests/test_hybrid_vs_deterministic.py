@@ -27,6 +27,7 @@ XLA compiles stay few. ``--slow`` (JAXCC_SLOW=1) runs 10x more programs, fresh e
 
 from __future__ import annotations
 
+import functools
 import glob
 import os
 
@@ -34,6 +35,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from conftest import OPTIMIZED
 from jaxcc import isa, lexer
 from jaxcc.errors import Code
 from jaxcc.isa import Op
@@ -154,7 +156,8 @@ def _fits(p) -> bool:
     return 1 <= int(p.n_funcs) <= SEL.max_funcs and int(p.n_code) < SEL.max_code
 
 
-@jax.jit
+# the VM runs of many candidates are what this test spends: compiled for run time
+@functools.partial(jax.jit, compiler_options=OPTIMIZED)
 def _select(ref, cands, probes, fresh):
     """hybrid_select, then the behaviour of the chosen programs and of the deterministic
     code on the fresh inputs (one VM call for both)."""

@@ -18,9 +18,16 @@ N_DEVICES = 4
 
 
 def _child(name: str) -> subprocess.CompletedProcess:
+    from conftest import FAST, FAST_XLA_FLAGS  # noqa: PLC0415  (the parent only)
+
     env = dict(os.environ)
-    env["XLA_FLAGS"] = (
-        env.get("XLA_FLAGS", "") + f" --xla_force_host_platform_device_count={N_DEVICES}"
+    # the suite's fast-compile flags (conftest.py), which a child does not inherit
+    env["XLA_FLAGS"] = " ".join(
+        [
+            env.get("XLA_FLAGS", ""),
+            FAST_XLA_FLAGS if FAST else "",
+            f"--xla_force_host_platform_device_count={N_DEVICES}",
+        ]
     ).strip()
     env["JAX_PLATFORMS"] = "cpu"
     env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
