@@ -16,7 +16,8 @@ jax.config.update("jax_compilation_cache_dir", _CACHE)
 os.environ.setdefault("JAXCC_CACHE_DIR", _CACHE)
 jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
 
-# XLA:CPU's fast-compile options (jaxcc.compiler.CPU_FAST_COMPILE) for every jit the
+# XLA:CPU's fast-compile options (jaxcc.compiler.CPU_FAST_COMPILE, spelled out here because
+# nothing may start the backend first; tests/test_pipeline.py checks the two agree) for every jit the
 # suite compiles in its own processes: the suite is mostly XLA compiles of small batches,
 # and at LLVM -O0 they take about half the CPU (tests/test_bench_breakdown.py 86 -> 35 s
 # of CPU, the shipped model's level-0 test 120 -> 87 s; the suite took 37 min on a 2-core

@@ -440,3 +440,14 @@ def test_chunked_front_and_middle_equal_compile_arrays():
     for a, b in zip((*prog, *err), (*full.program, *full.error), strict=True):
         np.testing.assert_array_equal(a, b)
     assert {Code.OK, Code.LIMIT} < {int(c) for c in err.code}  # and other errors
+
+
+def test_the_suites_xla_flags_are_the_clis_fast_compile():
+    """conftest.py spells compiler.CPU_FAST_COMPILE as XLA_FLAGS (it must set them before
+    anything starts the backend, so it cannot import jaxcc first); OPTIMIZED undoes each."""
+    from conftest import FAST_XLA_FLAGS, OPTIMIZED
+
+    flags = dict(f.removeprefix("--").split("=") for f in FAST_XLA_FLAGS.split())
+    assert flags == {k: str(v).lower() for k, v in compiler.CPU_FAST_COMPILE.items()}
+    assert OPTIMIZED.keys() == compiler.CPU_FAST_COMPILE.keys()
+    assert all(OPTIMIZED[k] != v for k, v in compiler.CPU_FAST_COMPILE.items())
