@@ -9,11 +9,14 @@ InvalidBytecode. The assembler's own grammar check must accept every sample too.
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from conftest import OPTIMIZED
 from jaxcc import vm
 from jaxcc.errors import Code
 from jaxcc.limits import Limits
@@ -36,17 +39,31 @@ SOURCES = [
 ]
 
 
+# these tests spend their time running thousands of samples, not compiling: their jits are
+# compiled for run time (the suite's default is XLA:CPU's fast compile, conftest.py)
+@functools.partial(jax.jit, compiler_options=OPTIMIZED)
+def _run(flat, entry, args):
+    return vm.run(flat, LIM, entry=entry, args=args).status
+
+
+@functools.partial(jax.jit, static_argnames=("k",), compiler_options=OPTIMIZED)
+def _sample(params, src, key, k, temperature):
+    return S.sample(M.graphdef(CFG), params, src, key, k, LIM, temperature, 1.0, False)
+
+
 def _run_everything(prog):
     """Statuses of the module body and of every function on random arguments."""
     flat = jax.tree.map(lambda x: x.reshape(-1, *x.shape[2:]), prog)
     n = flat.n_code.shape[0]
-    statuses = [np.asarray(vm.run(flat, LIM).status)]
+    statuses = [
+        np.asarray(_run(flat, jnp.zeros((n,), jnp.int32), jnp.zeros((n, V.MAX_PARAMS), jnp.int32)))
+    ]
     rng = np.random.default_rng(0)
     for f in range(1, LIM.max_funcs):
         args = rng.integers(-5, 6, size=(n, V.MAX_PARAMS)).astype(np.int32)
-        r = vm.run(flat, LIM, entry=jnp.full((n,), f, jnp.int32), args=args)
+        st = _run(flat, jnp.full((n,), f, jnp.int32), args)
         live = np.asarray(flat.n_funcs) > f
-        statuses.append(np.where(live, np.asarray(r.status), Code.OK))
+        statuses.append(np.where(live, np.asarray(st), Code.OK))
     return np.stack(statuses, axis=1)
 
 
@@ -56,7 +73,7 @@ def test_untrained_samples_are_well_formed(temperature):
     params = M.init_params(CFG, 1)
     src = source_features(toks, CFG.nlimits)
     k = 256  # 4 sources x 256 x 2 temperatures: 2048 samples
-    smp = S.sample(M.graphdef(CFG), params, src, jax.random.key(7), k, LIM, temperature, 1.0, False)
+    smp = _sample(params, src, jax.random.key(7), k, temperature)
     assert bool(jnp.all(smp.done)), "every sample reaches EOS within max_out"
     asm = assemble(smp.tokens, src, LIM, CFG.nlimits, check=True)
     assert bool(jnp.all(asm.ok)), "the assembler's grammar check accepts every sample"

@@ -8,6 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from conftest import OPTIMIZED
 from jaxcc import lexer
 from jaxcc.neural import corpus as data
 from jaxcc.neural import train
@@ -43,9 +44,12 @@ def batch():
 
 def _run(params, opt_state, batch, tx, start, stop):
     src, target, tlen = batch
+    # compiled for run time: 220 steps cost more than the compile (conftest.OPTIMIZED)
+    step = train.train_step.lower(params, opt_state, src, target, tlen, CFG, tx)
+    step = step.compile(OPTIMIZED)
     losses = []
     for _ in range(start, stop):
-        params, opt_state, m = train.train_step(params, opt_state, src, target, tlen, CFG, tx)
+        params, opt_state, m = step(params, opt_state, src, target, tlen)
         losses.append(float(m["loss"]))
     return params, opt_state, losses
 
