@@ -161,7 +161,7 @@ def check_state(batch, entry, args, budget, limits, **options):
     start = vm.start(batch, limits, entry, args, budget)
     adv = jax.jit(vm_pallas.advance_lanes,
                   static_argnames=("limits", "inner_steps", "unroll", "block", "num_warps",
-                                   "barrier"))  # fmt: skip
+                                   "barrier", "lazy"))  # fmt: skip
     got, first_s = timed(lambda: adv(start.tables, start.lanes, limits=limits, **options))
     bad = diff_fields(jax.device_get(got), jax.device_get(want.lanes), vm.Packed._fields)
     status = np.asarray(want.lanes.regs[:, vm._STATUS])
@@ -267,6 +267,8 @@ def main(argv=None):
     p.add_argument("--blocks", default="128,256", help="kernel block sizes to time")
     p.add_argument("--inner", default="16", help="inner_steps values to time (both backends)")
     p.add_argument("--quick", action="store_true", help="fewer checks and configurations")
+    p.add_argument("--extra", default="[]",
+                   help='more kernel option sets to time, JSON: \'[{"lazy": false}]\'')  # fmt: skip
     p.add_argument("--no-check", action="store_true")
     p.add_argument("--no-time", action="store_true")
     p.add_argument("--budget-s", type=float, default=500.0,
@@ -281,7 +283,7 @@ def main(argv=None):
 
     if not a.no_check:
         pr.guarded("checks", "hand_cases", lambda: check_results(*_hand()))
-        configs = [dict(), dict(barrier=False)]
+        configs = [dict(), dict(barrier=False), dict(lazy=True)]
         if not a.quick:
             configs += [dict(block=256, inner_steps=64), dict(block=32, num_warps=1)]
         hostile = {}
@@ -304,6 +306,7 @@ def main(argv=None):
         variants = [("pallas", dict(block=b)) for b in blocks]
         if not a.quick:
             variants.append(("pallas", dict(block=blocks[0], barrier=False)))
+        variants += [("pallas", dict(opts)) for opts in json.loads(a.extra)]
         for k in inner:
             for lanes, varied in shapes:
                 meta = dict(lanes=lanes, n=a.n, varied=varied, inner_steps=k)

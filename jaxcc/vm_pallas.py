@@ -32,6 +32,9 @@ Design (why it looks like this):
   arrays, and the loop ran 30 ms (small) to 75 ms (medium) slower on an H100. One constant table
   ``Int32[2, 64]`` holds the decode row of each opcode (argument kind, pops, pushes packed
   in one int) and POW's limits (``vm._POW_MAX``).
+* The binary operators are computed behind a branch taken only when a running lane of
+  the block executes one (``_step``'s ``lazy``): a step's time is mostly its
+  instruction count, and they are a quarter of it.
 * Loads a step does not need are masked off (a stopped lane loads nothing; the frame
   record only for RETURN_VALUE/LOAD_VAR2, the function row only for CALL/RETURN_VALUE,
   the slot only for SLOT/SLOT2/DEPTH instructions, the third operand only for
@@ -121,11 +124,20 @@ def _contiguous(ops) -> bool:
 
 
 def _step(consts_ref, code_ref, mem_ref, lane, lay: vm.Layout, limits: Limits, n_i: int, s,
-          barrier: bool = False):  # fmt: skip
+          barrier: bool = False, lazy: bool = False):  # fmt: skip
     """One step of a block of lanes (every field of ``s`` an Int32[block]); returns the
     lane after it and stores its (at most two) pairs. The same as ``vm._step`` lane by
     lane: ``_fetch`` here, then vm.py's ``_check``, ``_registers``, ``_write_pairs``,
-    ``_update``."""
+    ``_update``.
+
+    ``lazy``: the binary operators' results (about a quarter of the step's operations:
+    every operator with its overflow checks, square-and-multiply, floor division) only
+    when a running lane of the block executes one, behind a branch on the block (a
+    reduction per step). vm.py's step reads them only for those lanes (``_check``'s
+    code and detail, ``_write_pairs``' value), so every lane's result is the same. On an
+    H200 one lane ran 1.46e6 steps/s against 1.03e6 without it, 65,536 lanes of one
+    program 3.26e10 lane-steps/s against 2.57e10, and the loop's mixed blocks as fast
+    (docs/vm.md)."""
     f = _fetch(consts_ref, code_ref, mem_ref, lane, lay, n_i, s)
 
     def binary(o, a, b):
@@ -133,7 +145,18 @@ def _step(consts_ref, code_ref, mem_ref, lane, lay: vm.Layout, limits: Limits, n
             v = plt.load(consts_ref.at[1, e], mask=f.run & (o == Op.POW), other=0)
             return lax.bitcast_convert_type(v, jnp.uint32)
 
-        return vm._binary(o, a, b, pick=_chain, pow_limit=pow_limit)
+        def compute(o, a, b):
+            return vm._binary(o, a, b, pick=_chain, pow_limit=pow_limit)
+
+        if not lazy:
+            return compute(o, a, b)
+        need = jnp.max(jnp.where(f.run & vm._BIN.member(o), 1, 0)) > 0
+
+        def skip(o, a, b):
+            zero = jnp.zeros_like(a)
+            return zero, jnp.full_like(a, Code.RUNNING), zero
+
+        return lax.cond(need, compute, skip, o, a, b)
 
     def unary(o, x):
         return vm._unary(o, x, pick=_chain)
@@ -244,7 +267,7 @@ def _fetch(consts_ref, code_ref, mem_ref, lane, lay: vm.Layout, n_i: int, s) -> 
 
 
 def _kernel(lay: vm.Layout, limits: Limits, n_i: int, block: int, inner_steps: int, unroll: int,
-            barrier: bool, outer: str = "for"):  # fmt: skip
+            barrier: bool, outer: str = "for", lazy: bool = False):  # fmt: skip
     """The kernel of one block of lanes.
 
     Equivalent plain Python (``lanes``: this block's lanes):
@@ -274,7 +297,7 @@ def _kernel(lay: vm.Layout, limits: Limits, n_i: int, block: int, inner_steps: i
         def one(regs):
             s = vm.Lane(pid=pid, budget=budget, n_code=n_code, n_funcs=n_funcs, mem=None,
                         **dict(zip(vm._REGS, regs, strict=True)))  # fmt: skip
-            s = _step(consts_ref, code_ref, mem_ref, lane, lay, limits, n_i, s, barrier)
+            s = _step(consts_ref, code_ref, mem_ref, lane, lay, limits, n_i, s, barrier, lazy)
             return tuple(getattr(s, k) for k in vm._REGS)
 
         def steps(_, regs):
@@ -357,10 +380,12 @@ def advance_lanes(
     barrier: bool = True,
     outer: str = "for",
     chunks=None,
+    lazy: bool = True,
 ) -> vm.Packed:
     """Run every lane of ``lanes`` (vm.Packed with a leading lane axis L) until it stops,
     or for at most ``chunks`` (Int32 scalar, may be traced) loops of ``inner_steps`` steps,
-    in one pallas_call; returns the lanes as vm's loop would leave them."""
+    in one pallas_call; returns the lanes as vm's loop would leave them. ``lazy``: the
+    binary operators behind a branch (``_step``)."""
     if interpret is None:
         interpret = _interpret_here()
     lay = vm.layout(limits)
@@ -388,7 +413,17 @@ def advance_lanes(
     if num_warps is None:
         num_warps = max(1, min(4, bl // 32))
     regs, mem = pl.pallas_call(
-        _kernel(lay, limits, n_i, bl, inner_steps, unroll, barrier and not interpret, outer),
+        _kernel(
+            lay,
+            limits,
+            n_i,
+            bl,
+            inner_steps,
+            unroll,
+            barrier and not interpret,
+            outer,
+            lazy,
+        ),  # fmt: skip
         grid=(n_pad // bl,),
         in_specs=[
             pl.BlockSpec(consts.shape, lambda i: (0, 0)),
@@ -444,6 +479,7 @@ def run_lanes(
         "interpret",
         "barrier",
         "outer",
+        "lazy",
     ),
 )
 def run_batch(
@@ -459,6 +495,7 @@ def run_batch(
     interpret: bool | None = None,
     barrier: bool = True,
     outer: str = "for",
+    lazy: bool = True,
 ) -> isa.RunResult:
     """``vm.run_batch`` on this backend, with the kernel's knobs: ``block`` lanes per
     program instance (a power of two), Triton's ``num_warps`` (default block // 32, at
@@ -467,12 +504,12 @@ def run_batch(
     fixed-count inner loop: "for" (default) counted loops of guarded iterations, "while"
     a while loop until the block's lanes stop (the same results; Triton on jax 0.11.2
     crashes compiling it for an H100: bench/pallas_bisect.py), "once" a single inner
-    loop, for bisection only)."""
+    loop, for bisection only), ``lazy`` (the binary operators behind a branch: ``_step``)."""
     t = vm._tables(program)
     pid = jnp.arange(t.code.shape[0], dtype=jnp.int32)
     return run_lanes(t, pid, as_i32(entry), as_i32(args), as_i32(budget), limits, inner_steps,
                      unroll, block=block, num_warps=num_warps, interpret=interpret,
-                     barrier=barrier, outer=outer)  # fmt: skip
+                     barrier=barrier, outer=outer, lazy=lazy)  # fmt: skip
 
 
 @functools.partial(

@@ -68,12 +68,14 @@ def _pad_code(p: isa.Program, n: int) -> isa.Program:
     return isa.Program(**d)
 
 
-def test_hostile_bytecode_same_final_state():
+@pytest.mark.parametrize("lazy", [True, False])
+def test_hostile_bytecode_same_final_state(lazy):
     """Random plausible bytecode with garbage opcodes, arguments, tables and sizes, random
     entries, arguments and budgets (0, negative, small, huge), beside infinite loops,
     unbounded recursion, output spam and unbound reads: the kernel's final lanes (every
     register, every memory word of every lane) equal the XLA VM's. Blocks of 32 lanes
-    (112 lanes: the last block is padded), 5 steps per inner loop."""
+    (112 lanes: the last block is padded), 5 steps per inner loop; the binary operators
+    lazy (the default: ``vm_pallas._step``) and not."""
     rng = np.random.default_rng(20261124)
     progs = [_pad_code(prop.random_program(rng), hand.I_PAD) for _ in range(96)]
     progs += hand.hostile_programs(16, seed=4)
@@ -83,8 +85,10 @@ def test_hostile_bytecode_same_final_state():
     limits = prop.RAND
     want = vm.advance(vm.start(batch, limits, entry, args, budget), limits)
     start = vm.start(batch, limits, entry, args, budget)
-    advance = jax.jit(vm_pallas.advance_lanes, static_argnames=("limits", "inner_steps", "block"))
-    got = advance(start.tables, start.lanes, limits=limits, inner_steps=5, block=32)
+    advance = jax.jit(
+        vm_pallas.advance_lanes, static_argnames=("limits", "inner_steps", "block", "lazy")
+    )
+    got = advance(start.tables, start.lanes, limits=limits, inner_steps=5, block=32, lazy=lazy)
     for f in vm.Packed._fields:
         g, w = np.asarray(getattr(got, f)), np.asarray(getattr(want.lanes, f))
         assert g.shape == w.shape and np.array_equal(g, w), f
@@ -169,7 +173,12 @@ def test_lowers_to_triton(monkeypatch):
 
     monkeypatch.setattr(lowering, "lower_jaxpr_to_triton_module", keep)
     batch = hand.stack_programs([hand.sum_squares_program()] * 3)
-    for options in ({}, {"unroll": 2, "inner_steps": 8, "block": 256, "barrier": False}):
+    ifs = {}
+    for options in (
+        {},
+        {"unroll": 2, "inner_steps": 8, "block": 256, "barrier": False},
+        {"lazy": False},
+    ):
         text = vm_pallas.lower_triton(batch, hand.SMALL, **options)
         assert text.count("__gpu$xla.gpu.triton") == 1, options
         assert len(modules) == 1 and modules[0].operation.verify(), options
@@ -178,6 +187,9 @@ def test_lowers_to_triton(monkeypatch):
         # (bench/pallas_bisect.py); chunks, guarded iterations, the inner steps
         assert ir.count("scf.while") == 0 and ir.count("scf.for") == 3, options
         assert ir.count("gpu.barrier") == (0 if "barrier" in options else 1), options
+        ifs[options.get("lazy")] = ir.count("scf.if")
+    # lazy binary operators by default: a branch more per step than with lazy=False
+    assert ifs[None] > ifs[False], ifs
 
 
 def test_unknown_backend_is_an_error():
