@@ -871,14 +871,16 @@ def bench_cpython(ctx: Ctx):
 def bench_cpython_pool(ctx: Ctx):
     """CPython compile() + exec + the tests on every host core (multiprocessing Pool):
     the median of POOL_REPEATS timed runs over as many programs as the loop's batch
-    (65,536; 16,384 timed once until 2026-11-28, when one H200 host's rate moved 18-26%
-    between two invocations minutes apart); every run's rate is in the row."""
+    (65,536), after one untimed run of them all; every run's rate is in the row. Until
+    2026-11-28 it timed 16,384 programs once after a warm-up of 64: on an H200 host that
+    first run gave 86,759 small programs/s where the runs after it gave 134,000-180,000
+    (docs/benchmarks.md, twelfth run), so the earlier ratios overstate the loop's lead."""
     pool = baselines.Pool()
     repeats = 1 if ctx.quick else POOL_REPEATS
     try:
         for size in ctx.sizes():
             progs = ctx.progs(size, _baseline_n(ctx, 65536, 256))
-            pool.run(progs[: 4 * pool.n])  # warm
+            pool.run(progs)  # warm: the first run after the pool starts is the slowest
             runs = sorted((pool.run(progs) for _ in range(repeats)), key=lambda r: r["seconds"])
             r = runs[len(runs) // 2]
             ctx.add(bench="cpython_pool", size=size, batch=r["programs"], seconds=r["seconds"],
