@@ -70,7 +70,8 @@ def key(*parts) -> str:
 
     backend = jax.default_backend()
     devices = tuple(d.device_kind for d in jax.devices())
-    whole = (code_hash(), jax.__version__, jaxlib.__version__, backend, devices, parts)
+    flags = os.environ.get("XLA_FLAGS", "")  # e.g. the CLI's hoist_cpu_while_loops
+    whole = (code_hash(), jax.__version__, jaxlib.__version__, backend, devices, flags, parts)
     return hashlib.sha256(repr(whole).encode()).hexdigest()
 
 

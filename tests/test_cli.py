@@ -4,6 +4,7 @@ and the error formatting it prints (jaxcc.format)."""
 from __future__ import annotations
 
 import json
+import os
 import pathlib
 import subprocess
 import sys
@@ -345,3 +346,28 @@ def test_trace(tmp_path, capsys):
     status, out, err = jaxcc(capsys, "run", "-O0", "--trace", "--vm", "jax", f)
     assert (status, out) == (0, "6\n")
     assert any("MUL" in ln and ln.endswith("top 2") for ln in err.splitlines())
+
+
+def test_cpu_while_loop_hoisting_is_set_before_the_backend_starts(monkeypatch):
+    """``jaxcc run`` with the jax VM asks XLA:CPU to compile the VM's loops (of a few lanes)
+    as one function (cli.hoist_cpu_while_loops): in a fresh process, before the backend
+    starts, it adds the option to XLA_FLAGS; a user's own backend options are kept as they
+    are; in a process whose backend has started (this one) nothing changes."""
+    code = "import os; from jaxcc import cli; cli.hoist_cpu_while_loops(); print(os.environ['XLA_FLAGS'])"
+
+    def flags(env_flags):
+        env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+        if env_flags is not None:
+            env["XLA_FLAGS"] = env_flags
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                             text=True, check=True)  # fmt: skip
+        return out.stdout.strip()
+
+    want = f"{cli._HOIST_FLAG}{cli.CPU_WHILE_LOOP_BYTES}"
+    assert flags(None) == want
+    assert flags("--xla_cpu_enable_fast_math=false") == f"--xla_cpu_enable_fast_math=false {want}"
+    mine = "--xla_backend_extra_options=xla_cpu_small_while_loop_byte_threshold=5"
+    assert flags(mine) == mine
+    monkeypatch.delenv("XLA_FLAGS", raising=False)
+    cli.hoist_cpu_while_loops()
+    assert "XLA_FLAGS" not in os.environ
