@@ -850,6 +850,7 @@ def enable_compilation_cache() -> None:
 # ~10 MB at the CLI's limits) fall under it: one lane ran 5.4e6 steps/s instead of 2.2e5
 # on a 2-core Intel Xeon, and the first `jaxcc run examples/collatz.py` compiled no slower
 # (docs/vm.md). Larger loops (big batches) keep XLA's threads. GPU compiles ignore it.
+# Not with --compiler neural or hybrid (main).
 CPU_WHILE_LOOP_BYTES = 64 << 20
 _HOIST_FLAG = "--xla_backend_extra_options=xla_cpu_small_while_loop_byte_threshold="
 
@@ -888,7 +889,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     before = exec_cache._DIR[0]
     try:
         if {"jax", "neural", "hybrid"} & {getattr(ns, "compiler", None), getattr(ns, "vm", None)}:
-            hoist_cpu_while_loops()
+            if getattr(ns, "compiler", None) not in ("neural", "hybrid"):
+                # not measured with the model's sampling loop (its matrix products would
+                # run inside one function, off XLA's threads): those keep XLA's default
+                hoist_cpu_while_loops()
             enable_compilation_cache()
             enable_executable_cache()
         if ns.command == "run":
