@@ -873,7 +873,7 @@ def bench_cpython_pool(ctx: Ctx):
     the median of POOL_REPEATS timed runs over as many programs as the loop's batch
     (65,536), after one untimed run of them all; every run's rate is in the row. Until
     2026-11-28 it timed 16,384 programs once after a warm-up of 64: on an H200 host that
-    first run gave 86,759 small programs/s where the runs after it gave 134,000-180,000
+    first run gave 86,759 small programs/s where the runs after it gave 134,000-201,000
     (docs/benchmarks.md, twelfth run), so the earlier ratios overstate the loop's lead."""
     pool = baselines.Pool()
     repeats = 1 if ctx.quick else POOL_REPEATS

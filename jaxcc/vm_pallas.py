@@ -413,17 +413,7 @@ def advance_lanes(
     if num_warps is None:
         num_warps = max(1, min(4, bl // 32))
     regs, mem = pl.pallas_call(
-        _kernel(
-            lay,
-            limits,
-            n_i,
-            bl,
-            inner_steps,
-            unroll,
-            barrier and not interpret,
-            outer,
-            lazy,
-        ),  # fmt: skip
+        _kernel(lay, limits, n_i, bl, inner_steps, unroll, barrier and not interpret, outer, lazy),
         grid=(n_pad // bl,),
         in_specs=[
             pl.BlockSpec(consts.shape, lambda i: (0, 0)),
