@@ -476,7 +476,8 @@ def bench_loop(ctx: Ctx):
 
     backends = ctx.args.vm_backends
     if backends == ["auto"]:
-        backends = ["xla"] if vm_pallas.resolve("auto") == "xla" else ["xla", "pallas"]
+        auto = vm_pallas.resolve("auto")
+        backends = ["xla"] if auto == "xla" else ["xla", auto]
     for backend in backends:
         _bench_loop(ctx, backend)
 

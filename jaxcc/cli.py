@@ -81,9 +81,9 @@ def _run_start() -> float:
 # and compiling took long, so that a runaway program ends about 28 s after jaxcc started
 # (a cold H100 spends 13-26 s in start-up and compiles), never fewer than 2 s (5 s until
 # 2026-11-28: after a 25.6 s start a runaway then ended at 31.9 s). On the 2-core CPU every
-# examples/*.py finishes in ~12-16 s of run time as one batch (bits.py's 1.8M steps are
-# the longest), and `while True: pass` ends after 20 s + ~5 s of start-up and compile:
-# docs/vm.md ("Budgets").
+# examples/*.py finishes in ~3 s of run time as one batch (the "serial" VM; 12-16 s in
+# lockstep; bits.py's 1.8M steps are the longest), and `while True: pass` ends after
+# 20 s + ~5 s of start-up and compile: docs/vm.md ("Budgets", "Backends").
 DEFAULT_TIMEOUT = 20.0
 
 
@@ -566,8 +566,9 @@ def _warm_vm(compiler: str, vm: str, n: int, limits: Limits) -> threading.Thread
 # slices); any other VM runs its batch in one call.
 SLICED_VMS = frozenset({"jax"})
 # Compaction tiers for the CLI's small batches: halving (11 files: 11, 4, 2, 1 lanes).
-# On the 2-core CPU a lane-step costs ~2x less at 1 lane than at 11, and the examples
-# batch ran in 12 s instead of 15.5 s with tiers a factor 2 apart instead of 8.
+# On the 2-core CPU a lane-step cost ~2x less at 1 lane than at 11 in lockstep, and the
+# examples batch ran in 12 s instead of 15.5 s with tiers a factor 2 apart instead of 8.
+# (On the CPU the CLI's VM is now "serial", which never compacts: 6.7 s warm in all.)
 CLI_RATIO = 2
 
 

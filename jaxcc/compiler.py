@@ -11,6 +11,7 @@ import concurrent.futures
 import contextlib
 import functools
 import os
+import re
 from typing import NamedTuple
 
 import jax
@@ -55,6 +56,24 @@ CPU_FAST_COMPILE = {
     "xla_llvm_disable_expensive_passes": True,
 }
 FAST_COMPILE_MAX_BATCH = 256
+
+
+@functools.cache
+def cpu_fast_compile() -> dict:
+    """CPU_FAST_COMPILE less the options that this XLA does not know (jax 0.11's XLA:CPU
+    has no ``xla_cpu_use_fusion_emitters``, and a compile that names an unknown option
+    fails): found by compiling a trivial function, once per process."""
+    opts = dict(CPU_FAST_COMPILE)
+    while opts:
+        try:
+            jax.jit(lambda x: x + 1, compiler_options=opts).lower(np.int32(0)).compile()
+            break
+        except Exception as e:  # jax.errors.JaxRuntimeError, INVALID_ARGUMENT
+            m = re.search(r"No such compile option: '([^']+)'", str(e))
+            if m is None or m.group(1) not in opts:
+                raise
+            del opts[m.group(1)]
+    return opts
 
 
 def fast_compile(batch: int, fast: bool | None = None) -> bool:
@@ -139,18 +158,25 @@ def _stage_jits(options: dict | None, split_lexer: bool) -> tuple:
     return (*lex, jit(_parse_stage), mid, jit(opt.optimize_batch, opt.STATIC_ARGNAMES))
 
 
-_FAST_STAGES = _stage_jits(CPU_FAST_COMPILE, split_lexer=False)  # the CPU's
+@functools.cache
+def _fast_stages() -> tuple:
+    """The CPU's stage jits (``cpu_fast_compile``'s options: made when first needed, as
+    finding them compiles)."""
+    return _stage_jits(cpu_fast_compile(), split_lexer=False)
+
+
 _SPLIT_STAGES = _stage_jits(None, split_lexer=True)  # other backends': XLA's default options
 
 
 def _compile_fast(source, length, t: Limits, optimize, passes, max_rounds,
-                  stages: tuple = _FAST_STAGES, workers: int = 2) -> Compiled:  # fmt: skip
-    """compile_arrays(source, length, t, ...) by the split jits ``stages``: each traced in
-    turn (from the shapes the one before gives), compiled on a pool of ``workers``
-    threads meanwhile, then run in order. With ``jaxcc.exec_cache`` enabled (the CLI)
-    the compiled jits are loaded from it when an earlier run stored them (no tracing),
-    and stored after compiling otherwise."""
-    options = CPU_FAST_COMPILE if stages is _FAST_STAGES else None
+                  stages: tuple | None = None, workers: int = 2) -> Compiled:  # fmt: skip
+    """compile_arrays(source, length, t, ...) by the split jits ``stages`` (None: the
+    CPU's, ``_fast_stages``): each traced in turn (from the shapes the one before gives),
+    compiled on a pool of ``workers`` threads meanwhile, then run in order. With
+    ``jaxcc.exec_cache`` enabled (the CLI) the compiled jits are loaded from it when an
+    earlier run stored them (no tracing), and stored after compiling otherwise."""
+    options = cpu_fast_compile() if stages is None else None
+    stages = _fast_stages() if stages is None else stages
     k = exec_cache.key("compiler._compile_fast", len(stages[3]), repr(options), source.shape,
                        str(source.dtype), length.shape, str(length.dtype), t,
                        bool(optimize), passes, max_rounds)  # fmt: skip

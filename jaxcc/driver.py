@@ -117,9 +117,11 @@ class Driver:
     inner_steps, unroll: as in ``vm.run`` (inner_steps becomes gcd(S, inner_steps) when
         S is not a multiple of it). None of S, compaction, inner_steps, unroll changes a
         result.
-    backend: the VM's for each slice, "xla" (``vm.advance``), "pallas"
+    backend: the VM's for each slice, "xla" (``vm.advance``: lockstep), "serial"
+        (``vm.advance``, one lane after another; never compacts), "pallas"
         (``vm_pallas.advance``: one kernel launch per slice) or "auto" (the kernel on a
-        GPU, XLA elsewhere); the same results.
+        GPU, serial on the CPU when ``vm.cpu_loops_hoisted()``, else XLA:
+        ``vm_pallas.resolve``); the same results.
     """
 
     def __init__(
@@ -147,13 +149,16 @@ class Driver:
         self.n = int(np.shape(state.lanes.pid)[0])
         self._orig: np.ndarray | None = None  # batch index of each lane of _cur (-1: pad)
         self._full: vm.Packed | None = None  # every lane, once _cur is a compacted subset
+        self.backend = vm_pallas.resolve(backend)
+        if self.backend not in vm.BACKENDS:  # checked here, not at the first slice
+            raise ValueError(f"backend must be auto or one of {vm.BACKENDS}: {backend!r}")
+        # "serial" steps each lane on its own: a stopped lane costs one test, so there is
+        # nothing for compaction to save, and each tier would be one more compile
+        compact = compact and self.backend != "serial"
         self.tiers = tiers(self.n, ratio, smallest) if compact else (self.n,)
         self.fixed = slice_steps
         self.inner = int(np.gcd(slice_steps, inner_steps)) if slice_steps else inner_steps
         self.unroll = unroll
-        self.backend = vm_pallas.resolve(backend)
-        if self.backend not in vm.BACKENDS:  # checked here, not at the first slice
-            raise ValueError(f"backend must be auto or one of {vm.BACKENDS}: {backend!r}")
         self.timeout = timeout
         self.slice_s = slice_s
         self.should_stop = should_stop

@@ -44,6 +44,8 @@ from __future__ import annotations
 
 import functools
 import math
+import os
+import re
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -1060,6 +1062,34 @@ def _stepper(t: Tables, lay: Layout, limits: Limits, n: int) -> Callable[[Packed
     return jax.vmap(lambda p: _pack(_step(t, lay, limits, _unpack(p))))
 
 
+def _serial(t: Tables, lay: Layout, limits: Limits, lanes: Packed, chunks, inner_steps: int,
+            unroll: int) -> Packed:  # fmt: skip
+    """Backend "serial": the lanes one after another (a loop over the lane axis), each
+    stepped on its own (``_stepper``'s one-lane step) in loops of ``inner_steps`` steps
+    until it stops or ``chunks`` such loops have run. A lane's steps never depend on
+    another lane's, so this ends in the state lockstep stepping ends in; but every step
+    is one lane's, not the slowest lane's, with no gather or scatter over the lanes: on
+    the CPU the loops then compile to plain code (XLA:CPU's while-loop hoisting, which
+    a scatter in the loop prevents; docs/vm.md "Backends"), several times faster there."""
+    step = _stepper(t, lay, limits, 1)
+
+    def lane(b, every: Packed) -> Packed:
+        one = jax.tree.map(lambda x: lax.dynamic_slice_in_dim(x, b, 1, 0), every)
+
+        def cond(c):
+            i, s = c
+            return (i < chunks) & (s.regs[0, _STATUS] == Code.RUNNING)
+
+        def body(c):
+            i, s = c
+            return i + 1, lax.fori_loop(0, inner_steps, lambda _, x: step(x), s, unroll=unroll)
+
+        one = lax.while_loop(cond, body, (as_i32(0), one))[1]
+        return jax.tree.map(lambda a, x: lax.dynamic_update_slice_in_dim(a, x, b, 0), every, one)
+
+    return lax.fori_loop(0, lanes.regs.shape[0], lane, lanes)
+
+
 def _put(full: Packed, idx, part: Packed) -> Packed:
     """full[idx] = part, lane-wise (idx: distinct lane indices)."""
     return jax.tree.map(lambda f, p: f.at[idx].set(p, unique_indices=True), full, part)
@@ -1069,7 +1099,20 @@ def _take(lanes: Packed, idx) -> Packed:
     return jax.tree.map(lambda x: x[idx], lanes)
 
 
-BACKENDS = ("xla", "pallas")
+BACKENDS = ("xla", "pallas", "serial")
+
+
+def cpu_loops_hoisted() -> bool:
+    """Whether XLA_FLAGS asks XLA:CPU to compile small while loops as one function
+    (``xla_cpu_small_while_loop_byte_threshold``, as `jaxcc run` sets it before the
+    backend starts: ``cli.hoist_cpu_while_loops``). The "serial" backend is fast only
+    then: each lane's loop becomes plain code (~5e6 steps/s on a 2-core Xeon); without
+    it every 16 steps are a round of XLA:CPU's thread pool, and serial is 2-3x slower
+    than lockstep (docs/vm.md "Backends"). The backend reads XLA_FLAGS once, when it
+    starts; this reads the variable as it is now."""
+    flags = os.environ.get("XLA_FLAGS", "")
+    m = re.search(r"xla_cpu_small_while_loop_byte_threshold=(\d+)", flags)
+    return m is not None and int(m.group(1)) > 0
 
 
 def _run_lanes(
@@ -1108,10 +1151,13 @@ def _run_lanes(
         from jaxcc import vm_pallas  # it imports this module
 
         return vm_pallas.run_lanes(t, pid, entry, args, budget, limits, inner_steps, unroll)
-    if backend != "xla":
+    if backend not in ("xla", "serial"):
         raise ValueError(f"backend must be one of {BACKENDS}: {backend!r}")
     lay = layout(limits)
     full = jax.vmap(lambda *a: _pack(_init(t, lay, limits, *a)))(pid, entry, args, budget)
+    if backend == "serial":
+        full = _serial(t, lay, limits, full, INT_MAX, inner_steps, unroll)
+        return jax.vmap(lambda p: _finish(t, lay, limits, _unpack(p)))(full)
 
     def body(s):
         step = _stepper(t, lay, limits, s.regs.shape[0])
@@ -1228,9 +1274,12 @@ def run(
     shrink: how many times the lockstep array may shrink as lanes stop (0: never), each
         time by ``shrink_by`` (2: it halves); see _run_lanes. None of these knobs changes
         any result.
-    backend: "xla" (default; the reference, and the CPU path) or "pallas" (the step loop as
-        one Pallas kernel, jaxcc/vm_pallas.py: the same results; on a machine without a
-        GPU it runs in Pallas' interpret mode, which is slow).
+    backend: "xla" (default; the reference: every lane in lockstep), "serial" (the same
+        XLA step, one lane after another, each until it stops: the CPU's fastest when
+        ``cpu_loops_hoisted()``, several times slower than lockstep when not; never on a
+        GPU) or "pallas" (the step loop as one Pallas kernel, jaxcc/vm_pallas.py; on a
+        machine without a GPU it runs in Pallas' interpret mode, which is slow). The same
+        results on every backend; ``shrink`` applies to "xla" only.
     """
     program, entry, args, budget, unbatched = _batch_inputs(program, limits, entry, args, budget)
     res = run_batch(
@@ -1348,10 +1397,15 @@ def start_tests(program: isa.Program, entry, args, limits: Limits = DEFAULT, bud
 
 
 @functools.partial(
-    jax.jit, static_argnames=("limits", "inner_steps", "unroll"), donate_argnames=("lanes",)
+    jax.jit,
+    static_argnames=("limits", "inner_steps", "unroll", "serial"),
+    donate_argnames=("lanes",),
 )
-def _advance(t: Tables, lanes: Packed, chunks, limits: Limits, inner_steps: int, unroll: int):
+def _advance(t: Tables, lanes: Packed, chunks, limits: Limits, inner_steps: int, unroll: int,
+             serial: bool = False):  # fmt: skip
     lay = layout(limits)
+    if serial:
+        return _serial(t, lay, limits, lanes, chunks, inner_steps, unroll)
     vstep = _stepper(t, lay, limits, lanes.regs.shape[0])
 
     def cond(c):
@@ -1389,10 +1443,11 @@ def advance(
         from jaxcc import vm_pallas  # it imports this module
 
         return vm_pallas.advance(state, limits, steps, inner_steps=inner_steps, unroll=unroll)
-    if backend != "xla":
+    if backend not in ("xla", "serial"):
         raise ValueError(f"backend must be one of {BACKENDS}: {backend!r}")
     inner_steps, chunks = slice_chunks(steps, inner_steps)
-    lanes = _advance(state.tables, state.lanes, chunks, limits, inner_steps, unroll)
+    lanes = _advance(state.tables, state.lanes, chunks, limits, inner_steps, unroll,
+                     backend == "serial")  # fmt: skip
     return State(state.tables, lanes)
 
 

@@ -348,9 +348,14 @@ def _kernel(lay: vm.Layout, limits: Limits, n_i: int, block: int, inner_steps: i
 
 def resolve(backend: str) -> str:
     """A VM backend name for vm.run / run_tests / the loop: "auto" is "pallas" where JAX's
-    default backend is a GPU, else "xla"; "xla" and "pallas" stay as they are."""
+    default backend is a GPU; "serial" (one lane after another) where it is the CPU and
+    XLA:CPU compiles small while loops whole (``vm.cpu_loops_hoisted``: `jaxcc run` sets
+    that up), else "xla" (lockstep); any other name stays as it is."""
     if backend == "auto":
-        return "xla" if _interpret_here() else "pallas"
+        if not _interpret_here():
+            return "pallas"
+        cpu = jax.default_backend() == "cpu"
+        return "serial" if cpu and vm.cpu_loops_hoisted() else "xla"
     return backend
 
 

@@ -15,6 +15,7 @@ import random
 
 import jax
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 
 from jaxcc import compiler, isa, lexer, middle, parser, pipeline
@@ -433,13 +434,32 @@ def test_chunked_front_and_middle_equal_compile_arrays():
         ast, parse_error = parser.parse(tokens, LIMITS, lex_error=lex_error)
         return middle.middle_end(ast, tokens, LIMITS, parse_error, chunk=24)
 
-    opts = compiler.CPU_FAST_COMPILE if jax.default_backend() == "cpu" else None
+    opts = compiler.cpu_fast_compile() if jax.default_backend() == "cpu" else None
     source, length = lexer.encode(sources, LIMITS)
     prog, err = jax.device_get(jax.jit(chunked, compiler_options=opts)(source, length))
     full = jax.device_get(compiler.compile_arrays(source, length, LIMITS))
     for a, b in zip((*prog, *err), (*full.program, *full.error), strict=True):
         np.testing.assert_array_equal(a, b)
     assert {Code.OK, Code.LIMIT} < {int(c) for c in err.code}  # and other errors
+
+
+def test_fast_compile_options_unknown_to_this_xla_are_dropped(monkeypatch):
+    """An XLA without one of CPU_FAST_COMPILE's options (jax 0.11's XLA:CPU has no
+    xla_cpu_use_fusion_emitters) fails every compile that names it: cpu_fast_compile
+    keeps only the options this XLA knows."""
+    if jax.default_backend() != "cpu":
+        pytest.skip("XLA:CPU options")
+    bogus = "xla_cpu_no_such_option_for_jaxcc"
+    monkeypatch.setattr(compiler, "CPU_FAST_COMPILE", {**compiler.CPU_FAST_COMPILE, bogus: True})
+    compiler.cpu_fast_compile.cache_clear()
+    try:
+        with pytest.raises(Exception, match=bogus):  # XLA refuses it
+            jax.jit(lambda x: x * 2, compiler_options={bogus: True}).lower(1).compile()
+        opts = compiler.cpu_fast_compile()
+    finally:
+        compiler.cpu_fast_compile.cache_clear()
+    assert bogus not in opts and set(opts) <= set(compiler.CPU_FAST_COMPILE)
+    assert "xla_backend_optimization_level" in opts
 
 
 def test_the_suites_xla_flags_are_the_clis_fast_compile():

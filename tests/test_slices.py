@@ -91,16 +91,22 @@ def mixed():
 
 
 @pytest.mark.parametrize(
-    "slice_steps,compact",
-    [(1, True), (7, True), (48, False), (None, True)],
-    ids=["S=1", "S=7", "S=48-no-compaction", "S=adaptive"],
-)
-def test_slices_equal_one_run(mixed, slice_steps, compact):
+    "slice_steps,compact,backend",
+    [(1, True, "xla"), (7, True, "xla"), (48, False, "xla"), (None, True, "xla"),
+     (1, True, "serial"), (7, True, "serial"), (None, True, "serial")],
+    ids=["S=1", "S=7", "S=48-no-compaction", "S=adaptive", "serial-S=1", "serial-S=7",
+         "serial-S=adaptive"],
+)  # fmt: skip
+def test_slices_equal_one_run(mixed, slice_steps, compact, backend):
+    """The lockstep VM (compaction to the fixed tiers, or none) and the serial one (one
+    lane after another, which never compacts) in slices: each equal to one lockstep run."""
     batch, entries, args, want = mixed
     statuses = set(np.asarray(want.status).tolist())
     assert {Code.OK, Code.TIMEOUT, Code.RECURSION, Code.OUTPUT_LIMIT} <= statuses
     d = driver.Driver(vm.start(batch, RAND, entries, args), RAND, slice_steps=slice_steps,
-                      compact=compact, ratio=4)  # fmt: skip
+                      compact=compact, ratio=4, backend=backend)  # fmt: skip
+    assert d.backend == backend
+    compact = compact and backend == "xla"
     seen = np.zeros(len(entries), int)
     for done in d:
         assert list(done.lanes) == sorted(done.lanes) and not done.expired.any()
@@ -121,16 +127,38 @@ def test_slices_equal_one_run(mixed, slice_steps, compact):
     assert d.stats().steps >= int(np.max(want.steps))
 
 
-def test_advance_to_the_end_in_one_call(mixed):
+@pytest.mark.parametrize("backend", ["xla", "serial"])
+def test_advance_to_the_end_in_one_call(mixed, backend):
     batch, entries, args, want = mixed
-    state = vm.advance(vm.start(batch, RAND, entries, args), RAND)  # steps=None: to the end
-    assert_same(vm.finish(state, RAND), want, "advance(steps=None)")
+    state = vm.advance(vm.start(batch, RAND, entries, args), RAND, backend=backend)
+    assert_same(vm.finish(state, RAND), want, "advance(steps=None)")  # to the end
     # a few uneven advances by hand, then the rest
     state = vm.start(batch, RAND, entries, args)
     for steps in (0, 3, 16, 5):
-        state = vm.advance(state, RAND, steps)
+        state = vm.advance(state, RAND, steps, backend=backend)
+        # every lane made at most the steps given so far
+        assert np.all(np.asarray(vm.finish(state, RAND).steps) <= 24)
     assert np.asarray(vm.status(state) == Code.RUNNING).any()
-    assert_same(vm.finish(vm.advance(state, RAND), RAND), want, "advance by hand")
+    state = vm.advance(state, RAND, backend=backend)
+    assert_same(vm.finish(state, RAND), want, "advance by hand")
+
+
+def test_serial_run_equals_lockstep(mixed):
+    """vm.run and run_tests with backend="serial" (one lane after another) equal lockstep."""
+    batch, entries, args, want = mixed
+    assert_same(vm.run(batch, RAND, entry=entries, args=args, backend="serial"), want, "run")
+    # two cases per program, its own run's arguments; the second case of every other
+    # program expects a wrong value
+    targs = np.repeat(args[:, None, :], 2, axis=1)
+    res = np.asarray(want.result)
+    expected = np.stack([res, res + np.arange(len(res)) % 2], axis=1)
+    got = vm.run_tests(batch, entries, targs, expected, RAND, backend="serial")
+    ref = vm.run_tests(batch, entries, targs, expected, RAND, backend="xla")
+    for g, r in zip(jax.device_get(got), jax.device_get(ref), strict=True):
+        assert np.array_equal(np.asarray(g), np.asarray(r))
+    passed, per_case = map(np.asarray, ref)
+    assert passed.any() and not passed.all()
+    assert {Code.OK, vm.WRONG_RESULT} <= set(per_case.ravel().tolist())
 
 
 def test_tiers():
@@ -303,3 +331,20 @@ def test_warm_up_compiles_what_a_run_of_its_shape_uses():
         pass
     assert [f._cache_size() for f in jits] == before
     assert_same(d.result(), vm.run(batch, limits, budget=budget), "after warm_up")
+
+
+def test_auto_backend_is_serial_only_where_cpu_loops_are_hoisted(monkeypatch):
+    """vm_pallas.resolve("auto") on the CPU: "serial" when XLA_FLAGS sets XLA:CPU's
+    small-while-loop threshold (as `jaxcc run` does), else lockstep "xla" (serial without
+    the hoisting is slower than lockstep); a GPU's is the kernel whatever the flags."""
+    from jaxcc import cli, vm_pallas
+
+    monkeypatch.setattr(jax, "default_backend", lambda: "cpu")
+    monkeypatch.setenv("XLA_FLAGS", "--xla_force_host_platform_device_count=4")
+    assert not vm.cpu_loops_hoisted() and vm_pallas.resolve("auto") == "xla"
+    monkeypatch.setenv("XLA_FLAGS", f"{cli._HOIST_FLAG}{cli.CPU_WHILE_LOOP_BYTES}")
+    assert vm.cpu_loops_hoisted() and vm_pallas.resolve("auto") == "serial"
+    assert driver.Driver(vm.start(COUNTDOWN, RAND, 0, np.int32([3, 0])), RAND).backend == "serial"
+    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
+    assert vm_pallas.resolve("auto") == "pallas"
+    assert vm_pallas.resolve("xla") == "xla" and vm_pallas.resolve("serial") == "serial"
