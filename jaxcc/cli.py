@@ -228,6 +228,16 @@ def _add_backend_options(p: argparse.ArgumentParser) -> None:
         help="neural/hybrid: random seed of the sampler (default 0)",
     )
     p.add_argument(
+        "--device",
+        choices=("auto", "cpu", "default"),
+        default="auto",
+        help="where the jax compiler and VM run: 'cpu' (the host's CPU, even where JAX "
+        "has a GPU), 'default' (JAX's default device) or 'auto' (the default: the CPU "
+        f"for at most {CPU_MAX_FILES} files with the jax or python compiler, which on a "
+        "GPU machine start and finish sooner there; JAX's default device otherwise, "
+        "and always when JAX_PLATFORMS is set)",
+    )
+    p.add_argument(
         "--vm",
         default=DEFAULT_VM,
         metavar="NAME",
@@ -856,6 +866,41 @@ CPU_WHILE_LOOP_BYTES = 64 << 20
 _HOIST_FLAG = "--xla_backend_extra_options=xla_cpu_small_while_loop_byte_threshold="
 
 
+# `--device auto`: a run of at most this many files with the jax or python compiler goes
+# to the host CPU. On an NVIDIA H200 machine (16-core Xeon host, 2026-11-28) every CLI
+# case measured was faster there than on the GPU: examples/collatz.py cold 9.7-11.8 s
+# (GPU ~19 s), `--json examples/*.py` (11 files) cold 12.3 s / warm 4.4 s (GPU 18.9 /
+# 6.9 s), the million-iteration loop of docs/vm.md cold 12.2 s / warm 7.2 s (GPU 25.4 /
+# 15.2 s): CUDA's start-up and the GPU compiles cost more than a few lanes' run, and one
+# lane steps faster on the CPU (docs/vm.md "Backends"). The GPU wins for batches: 256
+# programs ran in 1.1 s in the kernel against 19 s serial on that CPU.
+CPU_MAX_FILES = 16
+
+
+def choose_device(ns: argparse.Namespace) -> None:
+    """Point JAX at the host CPU for this process when ``--device`` says so (``cpu``, or
+    ``auto`` for a small run; see CPU_MAX_FILES), before its backend starts. ``auto``
+    leaves JAX alone when JAX_PLATFORMS is set or the backend has started (a test
+    process); ``cpu`` with a backend already started elsewhere is an error."""
+    from jax._src import xla_bridge  # backends_are_initialized: no public equivalent
+
+    device = getattr(ns, "device", "default")
+    if device == "default":
+        return
+    if device == "auto":
+        files = ns.files if ns.command == "run" else [ns.file]
+        small = ns.compiler in ("jax", "python") and len(files) <= CPU_MAX_FILES
+        if not small or os.environ.get("JAX_PLATFORMS") or xla_bridge.backends_are_initialized():
+            return
+    import jax
+
+    if xla_bridge.backends_are_initialized():
+        if jax.default_backend() != "cpu":
+            raise SystemExit(f"jaxcc: --device cpu: JAX already runs on {jax.default_backend()}")
+        return
+    jax.config.update("jax_platforms", "cpu")
+
+
 def hoist_cpu_while_loops() -> None:
     """Add the XLA_FLAGS option above for this process and its children, unless the
     variable already sets backend options (the user's choice) or JAX's backend has
@@ -890,6 +935,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     before = exec_cache._DIR[0]
     try:
         if {"jax", "neural", "hybrid"} & {getattr(ns, "compiler", None), getattr(ns, "vm", None)}:
+            choose_device(ns)
             if getattr(ns, "compiler", None) not in ("neural", "hybrid"):
                 # not measured with the model's sampling loop (its matrix products would
                 # run inside one function, off XLA's threads): those keep XLA's default
