@@ -877,6 +877,17 @@ _HOIST_FLAG = "--xla_backend_extra_options=xla_cpu_small_while_loop_byte_thresho
 CPU_MAX_FILES = 16
 
 
+def wanted_device(ns: argparse.Namespace, jax_platforms: str | None) -> str:
+    """Where ``--device`` puts this run, "cpu" or "default" (``jax_platforms``: the
+    JAX_PLATFORMS variable, which ``auto`` obeys)."""
+    device = getattr(ns, "device", "default")
+    if device != "auto":
+        return device
+    files = ns.files if ns.command == "run" else [ns.file]
+    small = ns.compiler in ("jax", "python") and len(files) <= CPU_MAX_FILES
+    return "cpu" if small and not jax_platforms else "default"
+
+
 def choose_device(ns: argparse.Namespace) -> None:
     """Point JAX at the host CPU for this process when ``--device`` says so (``cpu``, or
     ``auto`` for a small run; see CPU_MAX_FILES), before its backend starts. ``auto``
@@ -884,14 +895,9 @@ def choose_device(ns: argparse.Namespace) -> None:
     process); ``cpu`` with a backend already started elsewhere is an error."""
     from jax._src import xla_bridge  # backends_are_initialized: no public equivalent
 
-    device = getattr(ns, "device", "default")
-    if device == "default":
+    device = wanted_device(ns, os.environ.get("JAX_PLATFORMS"))
+    if device == "default" or (ns.device == "auto" and xla_bridge.backends_are_initialized()):
         return
-    if device == "auto":
-        files = ns.files if ns.command == "run" else [ns.file]
-        small = ns.compiler in ("jax", "python") and len(files) <= CPU_MAX_FILES
-        if not small or os.environ.get("JAX_PLATFORMS") or xla_bridge.backends_are_initialized():
-            return
     import jax
 
     if xla_bridge.backends_are_initialized():

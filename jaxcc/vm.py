@@ -592,9 +592,27 @@ def _step(t: Tables, lay: Layout, limits: Limits, s: Lane, flat: bool = False) -
     pairs written to memory).
     """
     f = _fetch(t, lay, s, flat)
-    x = _check(limits, s, f)
+    x = _check(limits, s, f, binary=_lazy_binary(f) if flat and FLAT_LAZY else _binary)
     r = _registers(s, f, x)
     return _update(s, f, x, r, _write(lay, s, f, x, r, flat))
+
+
+FLAT_LAZY = True
+
+
+def _lazy_binary(f: _Fetched) -> Callable:
+    """``_binary`` behind a branch on the one lane's opcode (``flat``): computed only when
+    the lane runs a binary operator; otherwise values that ``_check`` and ``_write_pairs``
+    never read for that opcode."""
+
+    def binary(o, a, b):
+        def skip(o, a, b):
+            zero = jnp.zeros_like(a)
+            return zero, jnp.full_like(a, Code.RUNNING), zero
+
+        return lax.cond(f.run & _BIN.member(o), _binary, skip, o, a, b)
+
+    return binary
 
 
 def _update(s: Lane, f: _Fetched, x: _Outcome, r: _Registers, mem) -> Lane:

@@ -375,34 +375,31 @@ def test_cpu_while_loop_hoisting_is_set_before_the_backend_starts(monkeypatch):
 
 
 def test_device_choice_before_the_backend_starts(monkeypatch):
-    """``--device``: in a fresh process ``auto`` points JAX at the CPU for a run of at
-    most CPU_MAX_FILES files with the jax or python compiler (not for more files, not
-    for the neural compiler, not when JAX_PLATFORMS is set), ``cpu`` always, ``default``
-    never; in a process whose backend has started nothing changes, and ``cpu`` there
-    is an error unless that backend is the CPU."""
-    code = (
-        "import sys; from jaxcc import cli; import jax\n"
-        "ns = cli.build_parser().parse_args(sys.argv[1:])\n"
-        "cli.choose_device(ns); print(jax.config.jax_platforms)"
-    )
+    """``--device``: ``auto`` means the CPU for a run of at most CPU_MAX_FILES files with
+    the jax or python compiler (not for more files, not for the neural compiler, not
+    when JAX_PLATFORMS is set), ``cpu`` always, ``default`` never. In a fresh process
+    choose_device points JAX at the CPU before its backend starts; in a process whose
+    backend has started nothing changes, and ``cpu`` there is an error unless that
+    backend is the CPU."""
 
-    def platforms(args, env_platforms=None):
-        env = {k: v for k, v in os.environ.items() if k != "JAX_PLATFORMS"}
-        if env_platforms is not None:
-            env["JAX_PLATFORMS"] = env_platforms
-        out = subprocess.run([sys.executable, "-c", code, *args], env=env, capture_output=True,
-                             text=True, check=True)  # fmt: skip
-        return out.stdout.strip()
+    def want(args, env=None):
+        return cli.wanted_device(cli.build_parser().parse_args(args), env)
 
     few, many = ["run", "a.py"], ["run", *[f"{i}.py" for i in range(cli.CPU_MAX_FILES + 1)]]
-    assert platforms(few) == "cpu"
-    assert platforms(["dis", "a.py"]) == "cpu"
-    assert platforms([*few, "--compiler", "python"]) == "cpu"
-    assert platforms(many) in ("None", "")
-    assert platforms([*few, "--compiler", "neural"]) in ("None", "")
-    assert platforms([*few, "--device", "default"]) in ("None", "")
-    assert platforms(few, "cuda,cpu") == "cuda,cpu"  # the user's choice stands
-    assert platforms([*many, "--device", "cpu"], "cuda,cpu") == "cpu"
+    assert want(few) == want(["dis", "a.py"]) == want([*few, "--compiler", "python"]) == "cpu"
+    assert want(many) == want([*few, "--compiler", "neural"]) == "default"
+    assert want([*few, "--device", "default"]) == "default"
+    assert want(few, "cuda,cpu") == "default"  # the user's choice stands
+    assert want([*many, "--device", "cpu"], "cuda,cpu") == "cpu"
+    code = (
+        "import sys; from jaxcc import cli; import jax\n"
+        "cli.choose_device(cli.build_parser().parse_args(sys.argv[1:]))\n"
+        "print(jax.config.jax_platforms, jax.default_backend())"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "JAX_PLATFORMS"}
+    out = subprocess.run([sys.executable, "-c", code, *few], env=env, capture_output=True,
+                         text=True, check=True)  # fmt: skip
+    assert out.stdout.split() == ["cpu", "cpu"]
     # this process: its backend (the CPU here) has started
     ns = cli.build_parser().parse_args([*few, "--device", "cpu"])
     before = jax.config.jax_platforms
@@ -412,3 +409,4 @@ def test_device_choice_before_the_backend_starts(monkeypatch):
     with pytest.raises(SystemExit, match="already runs on gpu"):
         cli.choose_device(ns)
     cli.choose_device(cli.build_parser().parse_args(few))  # auto: left alone
+    assert jax.config.jax_platforms == before
