@@ -1138,10 +1138,13 @@ TAIL_SHORT, TAIL_FACTOR, TAIL_FRACTION = 20, 100, 0.01
 def _tail_variants(one_call, prog, entry, args, lim):
     """(name, run, stats) of the compaction entry's three ways to run one batch; ``run()``
     returns the RunResult, ``stats`` gets the driver's Stats of each run."""
-    from jaxcc import driver, vm
+    from jaxcc import driver, vm, vm_pallas
+
+    # the entry is about compaction, which the serial backend never does: lockstep there
+    backend = "xla" if vm_pallas.resolve("auto") == "serial" else "auto"
 
     def sliced(compact: bool, stats: list):
-        d = driver.Driver(vm.start(prog, lim, entry, args), lim, compact=compact)
+        d = driver.Driver(vm.start(prog, lim, entry, args), lim, compact=compact, backend=backend)
         res = d.run()
         stats.append(d.stats())
         return res
