@@ -597,6 +597,8 @@ def _step(t: Tables, lay: Layout, limits: Limits, s: Lane, flat: bool = False) -
     return _update(s, f, x, r, _write(lay, s, f, x, r, flat))
 
 
+# the one-lane step's lazy binary operators (docs/vm.md "Backends"); read when a jit
+# traces the step, so for A/B runs set it before the first call (or jax.clear_caches())
 FLAT_LAZY = True
 
 
