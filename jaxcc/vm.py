@@ -1177,7 +1177,15 @@ def _run_lanes(
     full = jax.vmap(lambda *a: _pack(_init(t, lay, limits, *a)))(pid, entry, args, budget)
     if backend == "serial":
         full = _serial(t, lay, limits, full, INT_MAX, inner_steps, unroll)
-        return jax.vmap(lambda p: _finish(t, lay, limits, _unpack(p)))(full)
+    else:
+        full = _lockstep(t, lay, limits, full, inner_steps, unroll, shrink, shrink_by)
+    return jax.vmap(lambda p: _finish(t, lay, limits, _unpack(p)))(full)
+
+
+def _lockstep(t: Tables, lay: Layout, limits: Limits, full: Packed, inner_steps: int, unroll,
+              shrink: int, shrink_by: int) -> Packed:  # fmt: skip
+    """``_run_lanes``' lockstep loop (backend "xla"): every lane of ``full`` stepped until
+    it stops, the array shrinking as ``_run_lanes`` describes."""
 
     def body(s):
         step = _stepper(t, lay, limits, s.regs.shape[0])
@@ -1185,7 +1193,7 @@ def _run_lanes(
 
     if shrink_by < 2:
         raise ValueError(f"shrink_by must be at least 2: {shrink_by}")
-    n = pid.shape[0]
+    n = full.regs.shape[0]
     sizes = [n]  # the lockstep array's size at each level
     while len(sizes) <= shrink and sizes[-1] // shrink_by >= 1:
         sizes.append(sizes[-1] // shrink_by)
@@ -1204,11 +1212,7 @@ def _run_lanes(
         cur = lax.while_loop(
             lambda s, keep=keep: jnp.sum(s.regs[:, _STATUS] == Code.RUNNING) > keep, body, cur
         )
-    if levels:
-        full = _put(full, orig, cur)
-    else:
-        full = cur
-    return jax.vmap(lambda p: _finish(t, lay, limits, _unpack(p)))(full)
+    return _put(full, orig, cur) if levels else cur
 
 
 @functools.partial(

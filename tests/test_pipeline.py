@@ -448,7 +448,7 @@ def test_fast_compile_options_unknown_to_this_xla_are_dropped(monkeypatch):
     xla_cpu_use_fusion_emitters) fails every compile that names it: cpu_fast_compile
     keeps only the options this XLA knows."""
     if jax.default_backend() != "cpu":
-        pytest.skip("XLA:CPU options")
+        pytest.skip("these are XLA:CPU options; compile_many uses them only on the CPU")
     bogus = "xla_cpu_no_such_option_for_jaxcc"
     monkeypatch.setattr(compiler, "CPU_FAST_COMPILE", {**compiler.CPU_FAST_COMPILE, bogus: True})
     compiler.cpu_fast_compile.cache_clear()
