@@ -3,6 +3,7 @@ Hypothesis profiles (fixed examples by default, fresh ones with --slow)."""
 
 import gc
 import os
+import sys
 
 import jax
 import pytest
@@ -27,18 +28,32 @@ jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
 # variable is put back, and the CLI subprocesses that tests start run with XLA's defaults,
 # as users run them (their wall-clock limits are tuned to those; tests/test_sharding.py
 # gives its child these flags itself). JAXCC_TEST_XLA_DEFAULTS=1: XLA's defaults throughout.
-FAST_XLA_FLAGS = (
-    "--xla_backend_optimization_level=0 --xla_cpu_use_fusion_emitters=false "
-    "--xla_llvm_disable_expensive_passes=true --xla_cpu_parallel_codegen_split_count=1"
-)
+_FAST = {
+    "xla_backend_optimization_level": (0, 3),  # (fast, XLA's default)
+    "xla_cpu_use_fusion_emitters": (False, True),
+    "xla_llvm_disable_expensive_passes": (True, False),
+    "xla_cpu_parallel_codegen_split_count": (1, 32),
+}
+if jax.__version_info__ >= (0, 11):
+    # jax 0.11's XLA:CPU has no fusion-emitter option, and an unknown option in XLA_FLAGS
+    # aborts the process (compiler.cpu_fast_compile drops it the same way for the CLI)
+    del _FAST["xla_cpu_use_fusion_emitters"]
+FAST_XLA_FLAGS = " ".join(f"--{k}={str(v[0]).lower()}" for k, v in _FAST.items())
 # the options that FAST_XLA_FLAGS lowers, at XLA's defaults: for a test's own jit whose
 # run time, not its compile, is what the test spends
-OPTIMIZED = {
-    "xla_backend_optimization_level": 3,
-    "xla_cpu_use_fusion_emitters": True,
-    "xla_llvm_disable_expensive_passes": False,
-    "xla_cpu_parallel_codegen_split_count": 32,
-}
+OPTIMIZED = {k: v[1] for k, v in _FAST.items()}
+# jaxcc's lexer reads source as CPython 3.11's tokenize does (docs/lexer.md); the host
+# reference (jaxcc.reference.host_lex) asks the running interpreter's tokenize, which
+# 3.12 rebuilt on its C tokenizer: there some error positions and codes, the end column
+# of a comment's NL at the end of a file without a newline and glued numbers ("0or 1")
+# come out differently (the suite on Python 3.12.3, jax 0.11.2, 2026-11-28: these seven
+# tests failed, the other 1,514 passed). The tests, and the assertions, that compare
+# the two on such input run on 3.11 only.
+TOKENIZE_IS_311 = sys.version_info[:2] == (3, 11)
+TOKENIZE_311 = pytest.mark.skipif(
+    not TOKENIZE_IS_311,
+    reason="compares with the running tokenize, which differs from 3.11's (docs/lexer.md)",
+)
 FAST = os.environ.get("JAXCC_TEST_XLA_DEFAULTS", "0") != "1"
 if FAST:
     _before = os.environ.get("XLA_FLAGS")

@@ -54,6 +54,7 @@ check that every primitive of the kernel is one the Triton lowering accepts.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 
@@ -547,9 +548,23 @@ def lower_triton(program: isa.Program, limits: Limits = DEFAULT, **options) -> s
     b = np.shape(program.op)[0]
     args = (program, np.zeros(b, np.int32), np.zeros((b, 1), np.int32), np.zeros(b, np.int32))
     fn = functools.partial(run_batch, limits=limits, interpret=False, **options)
-    exp = jax.export.export(
+    export = jax.export.export(
         jax.jit(fn),
         platforms=["cuda"],
         disabled_checks=[jax.export.DisabledSafetyCheck.custom_call("__gpu$xla.gpu.triton")],
-    )(*args)
-    return exp.mlir_module()
+    )
+    with _abstract_gpu():
+        return export(*args).mlir_module()
+
+
+def _abstract_gpu():
+    """Where JAX's default device is not a GPU: an abstract H100 to lower for (jax 0.11's
+    Triton lowering reads the GPU's compute capability, and without a GPU asks for one
+    named this way; jax 0.10 lowers without it)."""
+    if jax.default_backend() == "gpu":
+        return contextlib.nullcontext()
+    device = jax.sharding.AbstractDevice(
+        device_kind="NVIDIA H100 80GB HBM3", num_cores=132, platform="gpu"
+    )
+    mesh = jax.sharding.AbstractMesh((1,), ("lanes",), abstract_device=device)
+    return jax.sharding.use_abstract_mesh(mesh)

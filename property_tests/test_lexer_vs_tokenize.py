@@ -14,6 +14,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from conftest import TOKENIZE_311
 from jaxcc import lexer
 from jaxcc.reference.host_lex import host_lex
 from jaxcc.testing import near_misses, programs
@@ -97,6 +98,7 @@ def _near(x):
     return x[0] if isinstance(x, tuple) else x
 
 
+@TOKENIZE_311
 @settings(max_examples=8 * SCALE, **SETTINGS)
 @given(st.lists(near_misses().map(_near).filter(fits), min_size=1, max_size=B))
 def test_near_misses_match_host_lex(srcs):
@@ -126,6 +128,7 @@ NOISE = st.sampled_from(
 )
 
 
+@TOKENIZE_311
 @settings(max_examples=12 * SCALE, **SETTINGS)
 @given(st.lists(st.lists(NOISE, max_size=60).map("".join), min_size=1, max_size=B))
 def test_token_soup_matches_host_lex(srcs):
@@ -135,6 +138,7 @@ def test_token_soup_matches_host_lex(srcs):
         check_printed(d, toks, err)
 
 
+@TOKENIZE_311
 @settings(max_examples=8 * SCALE, **SETTINGS)
 @given(st.lists(st.binary(max_size=600), min_size=1, max_size=B))
 def test_arbitrary_bytes_never_crash(data):

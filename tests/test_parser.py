@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from conftest import TOKENIZE_311
 from jaxcc import grammar
 from jaxcc.errors import Code, Error, Limit, Syntax, Unsupported
 from jaxcc.limits import Limits
@@ -262,6 +263,7 @@ def test_limits():
     assert int(tree.n_nodes) == 0
 
 
+@TOKENIZE_311
 def test_lexer_error_and_parser_error_first_in_source_order():
     cases = [
         # the lexer's error comes first: the parser stops before it
