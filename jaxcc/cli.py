@@ -861,7 +861,9 @@ def enable_compilation_cache() -> None:
 # ~10 MB at the CLI's limits) fall under it: one lane ran 5.4e6 steps/s instead of 2.2e5
 # on a 2-core Intel Xeon, and the first `jaxcc run examples/collatz.py` compiled no slower
 # (docs/vm.md). Larger loops (big batches) keep XLA's threads. GPU compiles ignore it.
-# Not with --compiler neural or hybrid (main).
+# With --compiler neural the model's decode loop stays above it (its key/value cache);
+# in the sampler only the random-bit generator's small loops fall under it, and the
+# chosen programs' run gets the serial backend (docs/neural.md, "CPU").
 CPU_WHILE_LOOP_BYTES = 64 << 20
 _HOIST_FLAG = "--xla_backend_extra_options=xla_cpu_small_while_loop_byte_threshold="
 
@@ -942,10 +944,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if {"jax", "neural", "hybrid"} & {getattr(ns, "compiler", None), getattr(ns, "vm", None)}:
             choose_device(ns)
-            if getattr(ns, "compiler", None) not in ("neural", "hybrid"):
-                # not measured with the model's sampling loop (its matrix products would
-                # run inside one function, off XLA's threads): those keep XLA's default
-                hoist_cpu_while_loops()
+            hoist_cpu_while_loops()
             enable_compilation_cache()
             enable_executable_cache()
         if ns.command == "run":
