@@ -85,24 +85,6 @@ def pytest_addoption(parser):
     )
 
 
-# The test files that take longest on 2 cores (CI's --durations, 2026-11-28: 4-7 minutes
-# each), collected first: pytest-xdist's `--dist loadfile` hands whole files to its
-# workers in collection order, so a long file collected last kept one worker busy after
-# the other had finished (the suite 26.9-34 min). Only the order of files changes.
-SLOW_FILES_FIRST = (
-    "tests/test_neural_weights.py",
-    "property_tests/test_hybrid_vs_deterministic.py",
-    "tests/test_neural_hybrid.py",
-    "tests/test_neural_typed.py",
-    "tests/test_neural_branches.py",
-)
-
-
-def pytest_collection_modifyitems(config, items):
-    rank = {f: i for i, f in enumerate(SLOW_FILES_FIRST)}
-    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))  # stable
-
-
 def pytest_configure(config):
     # property tests read this to scale their example counts
     slow = config.getoption("--slow")
