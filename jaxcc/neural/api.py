@@ -75,7 +75,8 @@ def choose(source, length, params, key, n_params, reference, temperature, top_p,
     ks, kp = jax.random.split(key)
     tokens, lex_err = lexer.lex(source, length, nl)
     c = S.compile(tokens, params, ks, nl, k, temperature, top_p, greedy_first, cfg=cfg,
-                  nlimits=tier, print_items=print_items, branches=branches)  # fmt: skip
+                  nlimits=tier, print_items=print_items, branches=branches,
+                  live=lex_err.code == Code.OK)  # fmt: skip
     probes = verify.make_probes(tokens, n_params, kp, n_probes)
     if reference is None:
         v = verify.cluster(c.program, probes, vl)
@@ -181,8 +182,9 @@ def compile_many(sources, limits: Limits, mode: str = "neural", k: int = 16,
     found_at: dict[int, int] = {}
     outside = {j for j in range(len(sources)) if int(error.code[j]) == Code.OK} - set(todo)
     if todo:
+        # padding rows: a source that does not lex, so `choose` never decodes them
         idx = todo + [todo[0]] * (batch_size(len(todo)) - len(todo))
-        src, length = lexer.encode([data[j] for j in idx], nl)
+        src, length = lexer.encode([data[j] for j in todo] + [b"("] * (len(idx) - len(todo)), nl)
         det = _slice(program, idx, nl)
         ch = jax.device_get(
             choose(
@@ -242,9 +244,10 @@ def _print_item_table(debug) -> np.ndarray:
 
 def batch_size(n: int) -> int:
     """The batch a call for n programs is padded to: the smallest of 1, 2, 3, 4, 6, 8, 12,
-    16, 24, ... (powers of two and 1.5 times them) that holds n. Every padding row is
-    sampled and verified like a real one, so a coarser ladder costs time (10 programs:
-    12 rows, where powers of two gave 16), a finer one a compile per batch size."""
+    16, 24, ... (powers of two and 1.5 times them) that holds n. A padding row is a
+    source that does not lex, never decoded, but it costs a little in the first span's
+    lockstep decode and in verification, and a finer ladder costs a compile per batch
+    size (10 programs: 12 rows, where powers of two gave 16)."""
     if n <= 2:
         return max(n, 1)
     p = 1 << (n - 1).bit_length()

@@ -74,8 +74,10 @@ class Config(NamedTuple):
 class Cache(NamedTuple):
     """Keys/values of one batch of samples. Shapes: src [layers, B, S, H, dh] (shared by
     the k samples of a program), out [layers, B, k, L, H, dh], or [layers, B, k, H, L, dh]
-    ("heads-major", ``decode(..., heads_major=True)``: the sampler's layout on the CPU,
-    where XLA otherwise transposes the whole cache for the attention's dots every step)."""
+    ("heads-major", ``decode(..., heads_major=True)``: where XLA's CPU backend otherwise
+    transposes the whole cache for the attention's dots every step), or tuples of one
+    array per layer, each [B * k * H, n, dh] (the sampler's layout on the CPU with spans:
+    n grows to each span's length; ``Block._step_per_layer``)."""
 
     src_k: object
     src_v: object
@@ -127,6 +129,9 @@ class Block(nnx.Module):
         the later positions are masked anyway). Returns (x, out_k, out_v)."""
         q, k1, v1 = self._split(x)  # [B, k, H, dh]
         pos = 4 if heads_major else 3  # the position axis of out_*
+        if isinstance(out_k, tuple):  # one array per layer, attended to whole
+            return self._step_per_layer(x, q, k1, v1, src_k, src_v, src_valid, out_k, out_v,
+                                        layer, t)  # fmt: skip
         at = tuple(t if i == pos else (layer if i == 0 else 0) for i in range(6))
         new_k, new_v = (jnp.expand_dims(a, pos - 1)[None] for a in (k1, v1))
         out_k = jax.lax.dynamic_update_slice(out_k, new_k.astype(out_k.dtype), at)
@@ -146,6 +151,34 @@ class Block(nnx.Module):
         o = jnp.einsum("bjhs,bshd->bjhd", p[..., :n], src_v) + jnp.einsum(
             f"bjhl,{o_sub}->bjhd", p[..., n:], cv
         )
+        return self._mlp(x + self.proj(o.reshape(x.shape))), out_k, out_v
+
+    def _step_per_layer(self, x, q, k1, v1, src_k, src_v, src_valid, out_k, out_v,
+                        layer: int, t):  # fmt: skip
+        """``step`` over a cache held as one array per layer (``out_k``, ``out_v``: tuples
+        of [B * k * H, n, dh], row (b, j, h)), all of whose n positions are attended to
+        (the ones after t masked): the sampler's CPU path, which grows the arrays to each
+        span's length between its loops. The same attention; the layout is for XLA's CPU
+        backend, which copied a stacked cache's layer and span slices for every dot, and
+        where a [B, k, H, n, dh] array with B = 1 made it fuse the in-place update twice
+        (into the dot's operand, for the size-1 axis, and into the loop's result) and copy
+        the whole array for each. Here the dots read the updated arrays as they are."""
+        b, kk, h, dh = q.shape
+        at = (0, t, 0)
+        ck, cv = (jax.lax.dynamic_update_slice(c[layer], a.reshape(-1, 1, dh).astype(c[layer].dtype), at)
+                  for c, a in ((out_k, k1), (out_v, v1)))  # fmt: skip
+        scale = dh**-0.5
+        s1 = jnp.einsum("bjhd,bshd->bjhs", q, src_k).astype(jnp.float32) * scale
+        s1 = jnp.where(src_valid[:, None, None, :], s1, _NEG)
+        s2 = jnp.einsum("nd,nld->nl", q.reshape(-1, dh), ck).astype(jnp.float32) * scale
+        s2 = jnp.where((jnp.arange(ck.shape[1]) <= t)[None], s2, _NEG)
+        p = jax.nn.softmax(jnp.concatenate([s1, s2.reshape(b, kk, h, -1)], axis=-1), axis=-1)
+        p = p.astype(x.dtype)
+        n = src_k.shape[1]
+        o2 = jnp.einsum("nl,nld->nd", p[..., n:].reshape(b * kk * h, -1), cv)
+        o = jnp.einsum("bjhs,bshd->bjhd", p[..., :n], src_v) + o2.reshape(q.shape)
+        out_k = (*out_k[:layer], ck, *out_k[layer + 1 :])
+        out_v = (*out_v[:layer], cv, *out_v[layer + 1 :])
         return self._mlp(x + self.proj(o.reshape(x.shape))), out_k, out_v
 
 

@@ -92,7 +92,8 @@ def sample(graphdef, params, src: Src, key, k: int, limits: Limits, temperature=
            top_p=0.95, greedy_first: bool = True, max_steps: int | None = None,
            nlimits: V.NeuralLimits | None = None,
            cpu_decode: bool | None = None, cpu_group: int | None = None,
-           span_decode: bool | None = None, force=None, record_alt: bool = False) -> Samples:  # fmt: skip
+           span_decode: bool | None = None, force=None, record_alt: bool = False,
+           skip=None) -> Samples:  # fmt: skip
     """k samples per program of src (batched). temperature, top_p: Float32 scalars.
     ``nlimits`` (default the model's): a shorter output budget (models with
     ``Config.features >= 2`` only) makes a smaller cache and a shorter loop; the mask's
@@ -100,10 +101,12 @@ def sample(graphdef, params, src: Src, key, k: int, limits: Limits, temperature=
 
     ``cpu_decode`` (static; None: ``cpu_decode_default()``, i.e. on the CPU) changes how
     the samples are computed, not the sampling rule: float32 compute instead of the
-    model's bfloat16 (XLA's CPU dots are several times slower in bfloat16), the output
-    cache heads-major (``model.Cache``), and the loop split at ``spans(max_out)`` so the
-    attention reads only the part of the cache that can be filled (each part is its own
-    ``while_loop`` that stops when every sample has ended); after the first span the
+    model's bfloat16 (XLA's CPU dots are several times slower in bfloat16), and the loop
+    split at ``spans(max_out)`` so the attention reads only the part of the cache that
+    can be filled (each part is its own ``while_loop`` that stops when every sample has
+    ended), the output cache one [B * k * H, span, dh] array per layer, padded to the
+    next span's length between loops (``model.Cache``: so that no dot reads a copy of
+    a slice; with ``span_decode=False``, one heads-major array); after the first span the
     programs still running are decoded ``cpu_group`` at a time (static; None:
     ``group_rows(B)``), each group to its own end (``_in_groups``: a batch's short
     programs stop paying for its longest one). The float32 logits differ
@@ -117,6 +120,9 @@ def sample(graphdef, params, src: Src, key, k: int, limits: Limits, temperature=
     reads only the first span(t) positions. On an H100 it gave the plain loop's samples
     (2,048 of 2,048) 1.6-1.9x faster (docs/neural.md, section 4); ``False`` is the one
     loop the shipped model was first evaluated with.
+
+    ``skip`` (Bool[B] or None): programs not decoded at all (their samples are PAD
+    throughout and not done): ``compile`` skips the sources it would reject anyway.
 
     ``force`` (Int32[B, k, 2] or None): per sample a (position, token) pair; a sample
     with position >= 0 is decoded greedily except that at that position it takes the
@@ -143,7 +149,14 @@ def sample(graphdef, params, src: Src, key, k: int, limits: Limits, temperature=
     shape = (cfg.n_layers, b, k) + (
         (cfg.n_heads, nl.max_out, hd) if cpu else (nl.max_out, cfg.n_heads, hd)
     )
-    cache = Cache(src_k, src_v, valid, jnp.zeros(shape, dt), jnp.zeros(shape, dt))
+    # on the CPU with spans: one array per layer, grown to each span's length when its
+    # loop starts (model.Block._step_per_layer), so that no dot reads a slice
+    grown = cpu and by_span
+    if grown:
+        none = tuple(jnp.zeros((b * k * cfg.n_heads, 0, hd), dt) for _ in range(cfg.n_layers))
+        cache = Cache(src_k, src_v, valid, none, none)
+    else:
+        cache = Cache(src_k, src_v, valid, jnp.zeros(shape, dt), jnp.zeros(shape, dt))
     ctx = context(src, limits, nl)
     ctx = G.broadcast(ctx, b)
     gs = jax.vmap(jax.vmap(lambda _: G.init()))(jnp.zeros((b, k)))
@@ -210,15 +223,21 @@ def sample(graphdef, params, src: Src, key, k: int, limits: Limits, temperature=
                               functools.partial(body, span=span, ctx=ctx, keys=keys,
                                                 greedy=greedy, force=force), c)  # fmt: skip
 
+    skip = jnp.zeros((b, k), bool) if skip is None else jnp.broadcast_to(skip[:, None], (b, k))
     c0 = Carry(jnp.int32(0), jnp.full((b, k), V.BOS, jnp.int32), cache, gs,
                jnp.zeros((b, k, nl.max_out), jnp.int32), jnp.zeros((b, k), jnp.float32),
-               jnp.zeros((b, k), bool),
+               skip,
                jnp.zeros((b, k, nl.max_out, ALT_RANKS), jnp.int32) if record_alt else None,
                jnp.full((b, k, nl.max_out, ALT_RANKS), jnp.inf) if record_alt else None)  # fmt: skip
     if by_span:  # one loop per span: positions t < span attend to the first span positions
         c = c0
         for i, span in enumerate(spans(nl.max_out)):
             end = min(span, L)
+            if grown:
+                pad = ((0, 0), (0, span - c.cache.out_k[0].shape[1]), (0, 0))
+                c = c._replace(cache=c.cache._replace(
+                    out_k=tuple(jnp.pad(x, pad) for x in c.cache.out_k),
+                    out_v=tuple(jnp.pad(x, pad) for x in c.cache.out_v)))  # fmt: skip
             rows = b if i == 0 or not cpu else min(b, cpu_group or group_rows(b))
             if rows == b:
                 c = loop(c, end, span)
@@ -230,7 +249,7 @@ def sample(graphdef, params, src: Src, key, k: int, limits: Limits, temperature=
                 break
     else:
         c = loop(c0, L, None)
-    return Samples(c.out, c.logp, c.done, c.alt, c.margin)
+    return Samples(c.out, c.logp, c.done & ~skip, c.alt, c.margin)
 
 
 def group_rows(b: int) -> int:
@@ -249,7 +268,9 @@ def _in_groups(c, rows: int, run, ctx, keys, greedy, force):
     for the batch's longest sample, here only for its group's."""
     b = c.tok.shape[0]
     # batch axis of each carry field (the caches are [layers, B, ...]); t is shared
-    axes = type(c)(t=None, tok=0, cache=Cache(1, 1, 0, 1, 1), gs=0, out=0, logp=0, done=0,
+    # the stacked cache's batch axis is 1; per-layer arrays hold B blocks of rows on axis 0
+    o = "blocks" if isinstance(c.cache.out_k, tuple) else 1
+    axes = type(c)(t=None, tok=0, cache=Cache(1, 1, 0, o, o), gs=0, out=0, logp=0, done=0,
                    alt=0, margin=0)  # fmt: skip
 
     def fields(f, *trees):  # f(leaf, ..., axis) over the carry's leaves
@@ -257,11 +278,16 @@ def _in_groups(c, rows: int, run, ctx, keys, greedy, force):
                             axes, *trees, is_leaf=lambda x: x is None)  # fmt: skip
 
     def take(x, idx, axis):
+        if axis == "blocks":
+            return take(x.reshape(b, -1, *x.shape[1:]), idx, 0).reshape(-1, *x.shape[1:])
         return x if axis is None else jnp.take(x, jnp.minimum(idx, b - 1), axis=axis)
 
     def put(x, idx, part, axis):
         if axis is None:
             return x
+        if axis == "blocks":
+            blocks = lambda y: y.reshape(-1, x.shape[0] // b, *x.shape[1:])  # noqa: E731
+            return put(blocks(x), idx, blocks(part), 0).reshape(x.shape)
         moved = jnp.moveaxis(x, axis, 0).at[idx].set(jnp.moveaxis(part, axis, 0), mode="drop")
         return jnp.moveaxis(moved, 0, axis)
 
@@ -306,7 +332,7 @@ def compile(tokens, params, key, limits: Limits | None = None, k: int = 16,  # n
             temperature=0.8, top_p=0.95, greedy_first: bool = True,
             cfg: Config | None = None, nlimits: V.NeuralLimits | None = None,
             span_decode: bool | None = None, print_items=None,
-            branches: int = 0) -> Candidates:  # fmt: skip
+            branches: int = 0, live=None) -> Candidates:  # fmt: skip
     """k candidate programs per source: ``jaxcc.tokens.Tokens`` (batched) to Program
     arrays shaped [B, k, ...]; reshape to [B * k, ...] for ``vm.run`` (candidate j of
     program b is row b * k + j). ``params``: the model's parameters (``weights.load``),
@@ -325,23 +351,30 @@ def compile(tokens, params, key, limits: Limits | None = None, k: int = 16,  # n
     2nd to 4th most likely tokens of each position), greedy after the change; the other
     candidates are sampled as without it (candidate 0 greedy). Where the model's slip is
     one token it nearly got right, a branch finds the right program that temperature
-    samples, which mostly repeat the slip, miss (docs/neural.md section 4)."""
+    samples, which mostly repeat the slip, miss (docs/neural.md section 4).
+
+    ``live`` (Bool[B] or None: all): the sources to sample. The others, and the sources
+    outside the neural bounds, are not decoded (``sample``'s ``skip``): their candidates
+    are not ok, at no cost (``api.compile_many`` pads its batches with such rows)."""
     from jaxcc.limits import DEFAULT
 
     limits = limits or DEFAULT
     cfg = cfg or Config()
     nl = nlimits or cfg.nlimits
     src = source_features(tokens, nl)._replace(print_items=print_items)
+    skip = src.error != 0
+    if live is not None:
+        skip = skip | ~live
     force = None
     if branches > 0 and k > 1:
         first = sample(graphdef(cfg), params, src, key, 1, limits, 0.0, top_p, True,
-                       nlimits=nl, span_decode=span_decode, record_alt=True)  # fmt: skip
+                       nlimits=nl, span_decode=span_decode, record_alt=True, skip=skip)  # fmt: skip
         force = branch_force(first, k, branches)
         greedy_first = True
     smp = sample(graphdef(cfg), params, src, key, k, limits, temperature, top_p, greedy_first,
-                 nlimits=nl, span_decode=span_decode, force=force)  # fmt: skip
+                 nlimits=nl, span_decode=span_decode, force=force, skip=skip)  # fmt: skip
     asm = assemble(smp.tokens, src, limits, nl)
-    ok = asm.ok & smp.done & (src.error == 0)[:, None]
+    ok = asm.ok & smp.done & ~skip[:, None]
     bound = jnp.where((src.error == 0) & ~jnp.any(ok, axis=1), Bound.OUTPUT, src.error)
     return Candidates(asm.program, ok, bound.astype(jnp.int32), smp)
 
