@@ -1,5 +1,5 @@
-"""The sampler's CPU decode path (``sample(..., cpu_decode=True)``: float32 compute, a
-heads-major output cache, one ``while_loop`` per span of output positions) computes the
+"""The sampler's CPU decode path (``sample(..., cpu_decode=True)``: float32 compute, an
+output cache of one array per layer, one ``while_loop`` per span of output positions) computes the
 same samples as the plain loop (one ``while_loop`` over the whole cache), on a tiny
 random float32 model where both compute in float32, with the programs still running
 after the first span decoded in groups of any size; and it stops as early."""
@@ -63,6 +63,28 @@ def test_cpu_decode_equals_plain_loop(temperature, max_steps, group):
         assert lens.max() <= max_steps
     if temperature > 0:  # the samples run into the later spans: every loop is exercised
         assert lens.max() > S.spans(CFG.max_out)[1], lens.max()
+
+
+@pytest.mark.parametrize("cpu", [True, False])
+def test_skipped_rows_are_not_decoded_and_change_no_other_row(cpu):
+    """``sample(..., skip=)``: a skipped program's samples are PAD throughout and not done;
+    the others are exactly the samples without the skip. ``compile(..., live=)`` marks a
+    program that is not live not ok (``api.compile_many`` pads its batches so)."""
+    toks, _ = host_lex_many(SOURCES, LIM)
+    params = M.init_params(CFG, 3)
+    src = source_features(toks, CFG.nlimits)
+    skip = np.array([False, True, False])
+    run = lambda sk: S.sample(M.graphdef(CFG), params, src, jax.random.key(11), 8, LIM,  # noqa: E731
+                              1.0, 0.95, True, cpu_decode=cpu, span_decode=cpu, skip=sk)  # fmt: skip
+    full, part = run(None), run(skip)
+    assert not np.asarray(part.tokens)[1].any() and not np.asarray(part.done)[1].any()
+    assert np.asarray(full.done)[1].all() and np.asarray(full.tokens)[1].any()
+    for r in (0, 2):
+        np.testing.assert_array_equal(np.asarray(part.tokens)[r], np.asarray(full.tokens)[r])
+        np.testing.assert_array_equal(np.asarray(part.logp)[r], np.asarray(full.logp)[r])
+    c = S.compile(toks, params, jax.random.key(11), LIM, 4, cfg=CFG, live=~skip)
+    assert not np.asarray(c.ok)[1].any()
+    assert not np.asarray(c.samples.tokens)[1].any()
 
 
 @pytest.mark.parametrize("temperature", [1.0, 0.0])
