@@ -65,17 +65,17 @@ def test_cpu_decode_equals_plain_loop(temperature, max_steps, group):
         assert lens.max() > S.spans(CFG.max_out)[1], lens.max()
 
 
-@pytest.mark.parametrize("cpu", [True, False])
-def test_skipped_rows_are_not_decoded_and_change_no_other_row(cpu):
-    """``sample(..., skip=)``: a skipped program's samples are PAD throughout and not done;
-    the others are exactly the samples without the skip. ``compile(..., live=)`` marks a
-    program that is not live not ok (``api.compile_many`` pads its batches so)."""
+def test_skipped_rows_are_not_decoded_and_change_no_other_row():
+    """``sample(..., skip=)`` (the CPU path, where the groups read ``done``): a skipped
+    program's samples are PAD throughout and not done; the others are exactly the samples
+    without the skip. ``compile(..., live=)`` marks a program that is not live not ok
+    (``api.compile_many`` pads its batches so)."""
     toks, _ = host_lex_many(SOURCES, LIM)
     params = M.init_params(CFG, 3)
     src = source_features(toks, CFG.nlimits)
     skip = np.array([False, True, False])
     run = lambda sk: S.sample(M.graphdef(CFG), params, src, jax.random.key(11), 8, LIM,  # noqa: E731
-                              1.0, 0.95, True, cpu_decode=cpu, span_decode=cpu, skip=sk)  # fmt: skip
+                              1.0, 0.95, True, cpu_decode=True, span_decode=True, skip=sk)  # fmt: skip
     full, part = run(None), run(skip)
     assert not np.asarray(part.tokens)[1].any() and not np.asarray(part.done)[1].any()
     assert np.asarray(full.done)[1].all() and np.asarray(full.tokens)[1].any()

@@ -355,7 +355,8 @@ def compile(tokens, params, key, limits: Limits | None = None, k: int = 16,  # n
 
     ``live`` (Bool[B] or None: all): the sources to sample. The others, and the sources
     outside the neural bounds, are not decoded (``sample``'s ``skip``): their candidates
-    are not ok, at no cost (``api.compile_many`` pads its batches with such rows)."""
+    are not ok, and they cost only their share of the first span's lockstep steps
+    (``api.compile_many`` pads its batches with such rows)."""
     from jaxcc.limits import DEFAULT
 
     limits = limits or DEFAULT
