@@ -182,9 +182,10 @@ def compile_many(sources, limits: Limits, mode: str = "neural", k: int = 16,
     found_at: dict[int, int] = {}
     outside = {j for j in range(len(sources)) if int(error.code[j]) == Code.OK} - set(todo)
     if todo:
-        # padding rows: a source that does not lex, so `choose` never decodes them
-        idx = todo + [todo[0]] * (batch_size(len(todo)) - len(todo))
-        src, length = lexer.encode([data[j] for j in todo] + [b"("] * (len(idx) - len(todo)), nl)
+        # padding rows: a source that does not lex (as _hybrid_into's), never decoded
+        pad = batch_size(len(todo)) - len(todo)
+        idx = todo + [todo[0]] * pad
+        src, length = lexer.encode([data[j] for j in todo] + [b"("] * pad, nl)
         det = _slice(program, idx, nl)
         ch = jax.device_get(
             choose(

@@ -141,17 +141,25 @@ class Block(nnx.Module):
             ck = jax.lax.slice_in_dim(ck, 0, span, axis=pos - 1)
             cv = jax.lax.slice_in_dim(cv, 0, span, axis=pos - 1)
         o_sub = "bjhld" if heads_major else "bjlhd"
+        s2 = jnp.einsum(f"bjhd,{o_sub}->bjhl", q, ck)
+        x = self._attend(x, q, src_k, src_v, src_valid, s2, t,
+                         lambda p: jnp.einsum(f"bjhl,{o_sub}->bjhd", p, cv))  # fmt: skip
+        return x, out_k, out_v
+
+    def _attend(self, x, q, src_k, src_v, src_valid, s2, t, values):
+        """The rest of a decoding step from the query q [B, k, H, dh] and its raw scores
+        s2 [B, k, H, L] over output positions (those after t masked here): attention over
+        [source ; output positions] and the block's MLP. ``values(p)``: the output part
+        of the attention's sum, [B, k, H, dh], from its weights p [B, k, H, L]."""
         scale = q.shape[-1] ** -0.5
         s1 = jnp.einsum("bjhd,bshd->bjhs", q, src_k).astype(jnp.float32) * scale
         s1 = jnp.where(src_valid[:, None, None, :], s1, _NEG)
-        s2 = jnp.einsum(f"bjhd,{o_sub}->bjhl", q, ck).astype(jnp.float32) * scale
-        s2 = jnp.where((jnp.arange(ck.shape[pos - 1]) <= t)[None, None, None], s2, _NEG)
+        s2 = s2.astype(jnp.float32) * scale
+        s2 = jnp.where((jnp.arange(s2.shape[-1]) <= t)[None, None, None], s2, _NEG)
         p = jax.nn.softmax(jnp.concatenate([s1, s2], axis=-1), axis=-1).astype(x.dtype)
         n = src_k.shape[1]
-        o = jnp.einsum("bjhs,bshd->bjhd", p[..., :n], src_v) + jnp.einsum(
-            f"bjhl,{o_sub}->bjhd", p[..., n:], cv
-        )
-        return self._mlp(x + self.proj(o.reshape(x.shape))), out_k, out_v
+        o = jnp.einsum("bjhs,bshd->bjhd", p[..., :n], src_v) + values(p[..., n:])
+        return self._mlp(x + self.proj(o.reshape(x.shape)))
 
     def _step_per_layer(self, x, q, k1, v1, src_k, src_v, src_valid, out_k, out_v,
                         layer: int, t):  # fmt: skip
@@ -167,19 +175,13 @@ class Block(nnx.Module):
         at = (0, t, 0)
         ck, cv = (jax.lax.dynamic_update_slice(c[layer], a.reshape(-1, 1, dh).astype(c[layer].dtype), at)
                   for c, a in ((out_k, k1), (out_v, v1)))  # fmt: skip
-        scale = dh**-0.5
-        s1 = jnp.einsum("bjhd,bshd->bjhs", q, src_k).astype(jnp.float32) * scale
-        s1 = jnp.where(src_valid[:, None, None, :], s1, _NEG)
-        s2 = jnp.einsum("nd,nld->nl", q.reshape(-1, dh), ck).astype(jnp.float32) * scale
-        s2 = jnp.where((jnp.arange(ck.shape[1]) <= t)[None], s2, _NEG)
-        p = jax.nn.softmax(jnp.concatenate([s1, s2.reshape(b, kk, h, -1)], axis=-1), axis=-1)
-        p = p.astype(x.dtype)
-        n = src_k.shape[1]
-        o2 = jnp.einsum("nl,nld->nd", p[..., n:].reshape(b * kk * h, -1), cv)
-        o = jnp.einsum("bjhs,bshd->bjhd", p[..., :n], src_v) + o2.reshape(q.shape)
+        s2 = jnp.einsum("nd,nld->nl", q.reshape(-1, dh), ck).reshape(b, kk, h, -1)
+        x = self._attend(x, q, src_k, src_v, src_valid, s2, t,
+                         lambda p: jnp.einsum("nl,nld->nd", p.reshape(b * kk * h, -1), cv)
+                         .reshape(q.shape))  # fmt: skip
         out_k = (*out_k[:layer], ck, *out_k[layer + 1 :])
         out_v = (*out_v[:layer], cv, *out_v[layer + 1 :])
-        return self._mlp(x + self.proj(o.reshape(x.shape))), out_k, out_v
+        return x, out_k, out_v
 
 
 class Model(nnx.Module):
