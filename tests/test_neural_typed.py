@@ -25,7 +25,6 @@ from jaxcc.debuginfo import ITEM_END, ITEM_NEWLINE, MAX_PRINTS, PRINT_FUNCS
 from jaxcc.neural import corpus
 from jaxcc.neural import grammar as G
 from jaxcc.neural import model as M
-from jaxcc.neural import sample as S
 from jaxcc.neural import vocab as V
 from jaxcc.neural.assemble import assemble
 from jaxcc.neural.inputs import print_items, source_features
@@ -138,7 +137,8 @@ def _prints_by_function(toks) -> dict:
 
 
 def test_untrained_samples_follow_the_given_items():
-    from test_neural_grammar import CFG, LIM, SOURCES, _run_everything  # tests/ is on sys.path
+    # tests/ is on sys.path; _sample: the sampler compiled for run time (512 samples)
+    from test_neural_grammar import CFG, LIM, SOURCES, _run_everything, _sample
 
     toks, _ = host_lex_many(SOURCES, LIM)
     rng = np.random.default_rng(5)
@@ -148,7 +148,7 @@ def test_untrained_samples_follow_the_given_items():
     pt[:, 1::2, 4] = ITEM_END  # odd functions: four items, then no more prints
     src = source_features(toks, CFG.nlimits)._replace(print_items=jnp.asarray(pt))
     params = M.init_params(CFG, 9)
-    smp = S.sample(M.graphdef(CFG), params, src, jax.random.key(2), 128, LIM, 2.0, 1.0, False)
+    smp = _sample(params, src, jax.random.key(2), 128, 2.0)
     asm = assemble(smp.tokens, src, LIM, CFG.nlimits, check=True)
     assert bool(jnp.all(asm.ok)) and bool(jnp.all(smp.done))
     from jaxcc.errors import Code
