@@ -1041,6 +1041,18 @@ def test_trace():
     assert np.all(np.asarray(rows.status)[n:] == Code.OK)
     # the FOR_RANGE rows see the loop counter's next value in slot sp - 3 ... and top = step
     assert list(np.asarray(rows.top)[[5, 14, 23]]) == [1, 1, 1]
+    # the trace stops with the program: every row after it is the stopped registers, as
+    # stepping a stopped lane leaves them
+    for f, col in zip(vm.Trace._fields, jax.device_get(rows), strict=True):
+        assert np.all(col[n:] == col[n]), f
+    # cut short: every row running, and the end state says so
+    rows8, res8 = jax.device_get(
+        vm.trace(p, SMALL, entry=1, args=np.array([3], np.int32), n_steps=8)
+    )
+    assert np.all(rows8.status == Code.RUNNING) and int(res8.status) == Code.RUNNING
+    assert int(res8.steps) == 8
+    for f, col in zip(vm.Trace._fields, rows8, strict=True):
+        assert np.array_equal(col, np.asarray(getattr(rows, f))[:8]), f
 
 
 def test_scalar_entry_args_budget_broadcast():
