@@ -277,7 +277,7 @@ def _examples() -> list[str]:
 
 def test_select_on_generated_programs():
     # 16 batches of 64 (about 1,000 programs that compile): the VM runs of their 8,192
-    # candidates are this test's time (about 85 s on a 2-core CPU; twice that with the
+    # candidates are this test's time (75 s alone on a 2-core CPU; about twice that with the
     # 2,002 programs of the measurement in docs/neural.md section 7)
     sources = collect(programs(), 8 * B * SCALE)
     sources += collect(programs(max_functions=2, fuel=2, depth=1, max_statements=3), 8 * B * SCALE)
