@@ -90,11 +90,21 @@ def _map_limit():
         return 65530  # Linux's default
 
 
-# Clear the jit caches once a worker has used this share of the map limit. The largest
-# module adds about N maps (measured: JAXCC_TEST_MAPS_LOG), so half the limit leaves room.
+def _memory_mb():
+    try:
+        with open("/proc/meminfo") as f:
+            return next(int(ln.split()[1]) // 1024 for ln in f if ln.startswith("MemTotal:"))
+    except (OSError, StopIteration, ValueError):
+        return 24 * 1024
+
+
+# Clear the jit caches once a worker has mapped half the limit: the most one module added
+# in CI was 9,400 maps (tests/test_pipeline.py; 2026-11-29, JAXCC_TEST_MAPS_LOG), so
+# the next module has room to spare. Or once the worker holds a third of the machine's
+# memory (two workers). Clearing returns the maps, not the memory: after the first clear
+# the memory test clears after every module, as before.
 _CLEAR_AT = _map_limit() // 2
-# and once its memory passes this (MB), so that two workers stay well inside a small machine
-_CLEAR_AT_MB = 6000
+_CLEAR_AT_MB = _memory_mb() // 3
 _MAPS_LOG = os.environ.get("JAXCC_TEST_MAPS_LOG")
 
 

@@ -25,6 +25,7 @@ The chosen program then runs under the caller's own limits.
 
 from __future__ import annotations
 
+import concurrent.futures
 import functools
 from typing import NamedTuple
 
@@ -57,6 +58,51 @@ def _take(cands: isa.Program, best):
     return jax.tree.map(lambda x: x[jnp.arange(b), idx], cands)
 
 
+class _Sampled(NamedTuple):
+    """What ``_sample_part`` hands ``_verify_part``."""
+
+    program: isa.Program  # [B, k, ...] the candidates
+    ok: object  # Bool[B, k]
+    bound: object  # Int32[B]  inputs.Bound
+    probes: verify.Probes
+    live: object  # Bool[B]  the source lexed
+
+
+_SAMPLE_STATIC = ("cfg", "k", "nl", "n_probes", "greedy_first", "tier", "branches")
+
+
+def _sample_part(source, length, params, key, n_params, temperature, top_p, cfg: Config,
+                 k: int, nl: Limits, n_probes: int, greedy_first: bool, tier, print_items,
+                 branches: int) -> _Sampled:  # fmt: skip
+    """``choose``'s first half: lex, sample k candidates per program, make the probes."""
+    ks, kp = jax.random.split(key)
+    tokens, lex_err = lexer.lex(source, length, nl)
+    live = lex_err.code == Code.OK
+    c = S.compile(tokens, params, ks, nl, k, temperature, top_p, greedy_first, cfg=cfg,
+                  nlimits=tier, print_items=print_items, branches=branches,
+                  live=live)  # fmt: skip
+    probes = verify.make_probes(tokens, n_params, kp, n_probes)
+    return _Sampled(c.program, c.ok, c.bound, probes, live)
+
+
+def _verify_part(s: _Sampled, reference, vl: Limits) -> Chosen:
+    """``choose``'s second half: run the candidates on the probes, pick one per program."""
+    if reference is None:
+        v = verify.cluster(s.program, s.probes, vl)
+    else:
+        v = verify.verify_against(s.program, reference, s.probes, vl)
+    found = v.found & s.live & (s.bound == 0)
+    best = jnp.where(found, v.best, -1)
+    prog = _take(s.program, best)
+    empty = jax.tree.map(jnp.zeros_like, prog)
+    prog = jax.tree.map(lambda a, e: jnp.where(_bcast(found, a), a, e), prog, empty)
+    return Chosen(prog, found, best, v.reason, s.ok, s.bound)
+
+
+_sample_jit = jax.jit(_sample_part, static_argnames=_SAMPLE_STATIC)
+_verify_jit = jax.jit(_verify_part, static_argnames=("vl",))
+
+
 @functools.partial(
     jax.jit,
     static_argnames=("cfg", "k", "nl", "vl", "n_probes", "greedy_first", "tier", "branches"),
@@ -71,23 +117,52 @@ def choose(source, length, params, key, n_params, reference, temperature, top_p,
     tier: the sampling budget (``sample.tier``), static; default the model's own.
     print_items: Int32[B, PF, PP], the front end's print items (``debuginfo.Debug.print_items``)
     for the typed decoding mask, or None (untyped). branches: ``sample.compile``'s (static).
+    ``choose_split`` computes the same as two jits compiled side by side.
     """
-    ks, kp = jax.random.split(key)
-    tokens, lex_err = lexer.lex(source, length, nl)
-    c = S.compile(tokens, params, ks, nl, k, temperature, top_p, greedy_first, cfg=cfg,
-                  nlimits=tier, print_items=print_items, branches=branches,
-                  live=lex_err.code == Code.OK)  # fmt: skip
-    probes = verify.make_probes(tokens, n_params, kp, n_probes)
-    if reference is None:
-        v = verify.cluster(c.program, probes, vl)
-    else:
-        v = verify.verify_against(c.program, reference, probes, vl)
-    found = v.found & (lex_err.code == Code.OK) & (c.bound == 0)
-    best = jnp.where(found, v.best, -1)
-    prog = _take(c.program, best)
-    empty = jax.tree.map(jnp.zeros_like, prog)
-    prog = jax.tree.map(lambda a, e: jnp.where(_bcast(found, a), a, e), prog, empty)
-    return Chosen(prog, found, best, v.reason, c.ok, c.bound)
+    s = _sample_part(source, length, params, key, n_params, temperature, top_p, cfg, k, nl,
+                     n_probes, greedy_first, tier, print_items, branches)  # fmt: skip
+    return _verify_part(s, reference, vl)
+
+
+def choose_split(source, length, params, key, n_params, reference, temperature, top_p,
+                 cfg: Config, k: int, nl: Limits = NEURAL_LIMITS, vl: Limits = VERIFY_LIMITS,
+                 n_probes: int = 64, greedy_first: bool = True, tier=None, print_items=None,
+                 branches: int = 0) -> Chosen:  # fmt: skip
+    """``choose`` (same arguments, same result) as two jits, sampling and verifying, whose
+    XLA compiles run on two threads at once (XLA:CPU compiles a jit on one core: one jit
+    left the second core of a 2-core machine idle for most of a cold ``jaxcc run
+    --compiler neural``'s compile). Host code, not jittable; the last compiled pair is
+    kept for the next call with the same shapes."""
+    args = (source, length, params, key, n_params, temperature, top_p)
+    static = dict(cfg=cfg, k=k, nl=nl, n_probes=n_probes, greedy_first=greedy_first,
+                  tier=tier, branches=branches)  # fmt: skip
+    first, second = _compiled(args, print_items, reference, vl, static)
+    return second(first(*args, print_items=print_items), reference)
+
+
+# the last compiled (sample, verify) pair: {signature: pair} (one pair, so that a loop of
+# calls at one shape compiles once and nothing else is kept)
+_COMPILED: dict = {}
+
+
+def _compiled(args, print_items, reference, vl: Limits, static: dict):
+    sig = _signature((args, print_items, reference), (vl, tuple(sorted(static.items()))))
+    pair = _COMPILED.get(sig)
+    if pair is None:
+        first = _sample_jit.trace(*args, print_items=print_items, **static)
+        out = jax.tree.map(lambda o: jax.ShapeDtypeStruct(o.shape, o.dtype), first.out_info)
+        with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="jaxcc-choose") as pool:
+            compiled = pool.submit(lambda: first.lower().compile())
+            second = _verify_jit.trace(out, reference, vl=vl).lower().compile()
+            pair = compiled.result(), second
+        _COMPILED.clear()
+        _COMPILED[sig] = pair
+    return pair
+
+
+def _signature(arrays, static) -> tuple:
+    leaves, tree = jax.tree.flatten(arrays)
+    return tree, tuple((tuple(x.shape), str(x.dtype)) for x in leaves), static
 
 
 def _bcast(m, a):
@@ -188,7 +263,7 @@ def compile_many(sources, limits: Limits, mode: str = "neural", k: int = 16,
         src, length = lexer.encode([data[j] for j in todo] + [b"("] * pad, nl)
         det = _slice(program, idx, nl)
         ch = jax.device_get(
-            choose(
+            choose_split(
                 src,
                 length,
                 params,
