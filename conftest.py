@@ -65,75 +65,18 @@ if FAST:
         os.environ["XLA_FLAGS"] = _before
 
 
-def _map_count():
-    """How many memory regions this process has mapped (None where /proc is missing)."""
-    try:
-        with open("/proc/self/maps", "rb") as f:
-            return f.read().count(b"\n")
-    except OSError:
-        return None
-
-
-def _rss_mb():
-    try:
-        with open("/proc/self/status") as f:
-            return next(int(ln.split()[1]) // 1024 for ln in f if ln.startswith("VmRSS:"))
-    except (OSError, StopIteration, ValueError):
-        return None
-
-
-def _map_limit():
-    try:
-        with open("/proc/sys/vm/max_map_count") as f:
-            return int(f.read())
-    except (OSError, ValueError):
-        return 65530  # Linux's default
-
-
-def _memory_mb():
-    try:
-        with open("/proc/meminfo") as f:
-            return next(int(ln.split()[1]) // 1024 for ln in f if ln.startswith("MemTotal:"))
-    except (OSError, StopIteration, ValueError):
-        return 24 * 1024
-
-
-# Clear the jit caches once a worker has mapped half the limit: the most one module added
-# in CI was 9,400 maps (tests/test_pipeline.py; 2026-11-29, JAXCC_TEST_MAPS_LOG), so
-# the next module has room to spare. Or once the worker holds a third of the machine's
-# memory (two workers). Clearing returns the maps, not the memory: after the first clear
-# the memory test clears after every module, as before.
-_CLEAR_AT = _map_limit() // 2
-_CLEAR_AT_MB = _memory_mb() // 3
-_MAPS_LOG = os.environ.get("JAXCC_TEST_MAPS_LOG")
-
-
 @pytest.fixture(autouse=True, scope="module")
-def _release_executables(request):
-    """Drop every compiled function after a test module when the process nears Linux's
-    map-count limit.
+def _release_executables():
+    """Drop every compiled function after each test module.
 
     XLA:CPU maps a few thousand memory regions per large executable and keeps them while
     the jit caches hold it; one process running the whole suite passes Linux's default
-    vm.max_map_count (65,530) and the next compile segfaults. Clearing after every module
-    made each module trace and lower again what earlier ones had (the persistent cache
-    keeps only XLA's part), so the caches are kept until the maps pass half the limit;
-    later modules then reload what they need from the persistent cache.
+    vm.max_map_count (65,530) and the next compile segfaults. Later modules reload what
+    they need from the persistent cache.
     """
-    before = _map_count()
     yield
-    after = _map_count()
-    rss = _rss_mb()
-    cleared = after is None or after > _CLEAR_AT or rss is None or rss > _CLEAR_AT_MB
-    if cleared:
-        jax.clear_caches()
-        gc.collect()
-    if _MAPS_LOG:
-        with open(_MAPS_LOG, "a") as f:
-            f.write(
-                f"{os.getpid()} {request.module.__name__} {before} {after} "
-                f"{_map_count()} {int(cleared)} {rss} {_rss_mb()}\n"
-            )
+    jax.clear_caches()
+    gc.collect()
 
 
 def pytest_addoption(parser):
