@@ -65,68 +65,18 @@ if FAST:
         os.environ["XLA_FLAGS"] = _before
 
 
-def _map_count():
-    """How many memory regions this process has mapped (None where /proc is missing)."""
-    try:
-        with open("/proc/self/maps", "rb") as f:
-            return f.read().count(b"\n")
-    except OSError:
-        return None
-
-
-def _rss_mb():
-    try:
-        with open("/proc/self/status") as f:
-            return next(int(ln.split()[1]) // 1024 for ln in f if ln.startswith("VmRSS:"))
-    except (OSError, StopIteration, ValueError):
-        return None
-
-
-def _map_limit():
-    try:
-        with open("/proc/sys/vm/max_map_count") as f:
-            return int(f.read())
-    except (OSError, ValueError):
-        return 65530  # Linux's default
-
-
-# Clear the jit caches once a worker has mapped half the map limit (the most one module
-# added in CI was 9,400 maps: tests/test_pipeline.py, 2026-11-29, JAXCC_TEST_MAPS_LOG), or
-# once it holds 6 GB. Clearing returns the maps, not the memory, so past 6 GB a worker
-# clears after every module again: measured, the modules early on a worker ran 15-45%
-# faster keeping the caches (traces reused), the late ones 10-40% slower when nothing
-# was cleared at all (docs/benchmarks.md, "The suite's time").
-_CLEAR_AT = _map_limit() // 2
-_CLEAR_AT_MB = 6000
-_MAPS_LOG = os.environ.get("JAXCC_TEST_MAPS_LOG")
-
-
 @pytest.fixture(autouse=True, scope="module")
-def _release_executables(request):
-    """Drop every compiled function after a test module once the process nears Linux's
-    map-count limit or holds 6 GB.
+def _release_executables():
+    """Drop every compiled function after each test module.
 
     XLA:CPU maps a few thousand memory regions per large executable and keeps them while
     the jit caches hold it; one process running the whole suite passes Linux's default
-    vm.max_map_count (65,530) and the next compile segfaults. Clearing after every module
-    made each module trace and lower again what earlier ones had (the persistent cache
-    keeps only XLA's part), so the caches are kept while the worker is small; later
-    modules reload what they need from the persistent cache.
+    vm.max_map_count (65,530) and the next compile segfaults. Later modules reload what
+    they need from the persistent cache.
     """
-    before = _map_count()
     yield
-    after = _map_count()
-    rss = _rss_mb()
-    cleared = after is None or after > _CLEAR_AT or rss is None or rss > _CLEAR_AT_MB
-    if cleared:
-        jax.clear_caches()
-        gc.collect()
-    if _MAPS_LOG:
-        with open(_MAPS_LOG, "a") as f:
-            f.write(
-                f"{os.getpid()} {request.module.__name__} {before} {after} "
-                f"{_map_count()} {int(cleared)} {rss} {_rss_mb()}\n"
-            )
+    jax.clear_caches()
+    gc.collect()
 
 
 def pytest_addoption(parser):
