@@ -1,6 +1,6 @@
-"""``api.choose_split`` (the CLI's: sampling and verification as two jits compiled side
-by side) computes what ``api.choose`` (one jit) does, and a second call at the same
-shapes compiles nothing."""
+"""``api.choose_split`` (the CLI's: lexing, sampling and verification as three jits
+compiled side by side) computes what ``api.choose`` (one jit) does, and a second call at
+the same shapes compiles nothing."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ def test_choose_split_equals_choose():
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
     assert np.asarray(two.ok)[:2].any()  # candidates were decoded
     assert not np.asarray(two.ok)[2].any() and not bool(two.found[2])
-    pair = next(iter(api._COMPILED.values()))
+    triple = next(iter(api._COMPILED.values()))
     again = call(api.choose_split, 6)  # same shapes: the kept executables, no compile
-    assert len(api._COMPILED) == 1 and next(iter(api._COMPILED.values())) is pair
+    assert len(api._COMPILED) == 1 and next(iter(api._COMPILED.values())) is triple
     assert np.asarray(again.reason).shape == np.asarray(two.reason).shape

@@ -64,34 +64,37 @@ class _Sampled(NamedTuple):
     program: isa.Program  # [B, k, ...] the candidates
     ok: object  # Bool[B, k]
     bound: object  # Int32[B]  inputs.Bound
-    probes: verify.Probes
-    live: object  # Bool[B]  the source lexed
 
 
-_SAMPLE_STATIC = ("cfg", "k", "nl", "n_probes", "greedy_first", "tier", "branches")
+def _lex_part(source, length, nl: Limits):
+    """``choose``'s first step: the sources' tokens and lexer errors at ``nl``'s shape."""
+    return lexer.lex(source, length, nl)
 
 
-def _sample_part(source, length, params, key, n_params, temperature, top_p, cfg: Config,
-                 k: int, nl: Limits, n_probes: int, greedy_first: bool, tier, print_items,
-                 branches: int) -> _Sampled:  # fmt: skip
-    """``choose``'s first half: lex, sample k candidates per program, make the probes."""
-    ks, kp = jax.random.split(key)
-    tokens, lex_err = lexer.lex(source, length, nl)
-    live = lex_err.code == Code.OK
+_SAMPLE_STATIC = ("cfg", "k", "nl", "greedy_first", "tier", "branches")
+
+
+def _sample_part(tokens, lex_error, params, key, temperature, top_p, cfg: Config, k: int,
+                 nl: Limits, greedy_first: bool, tier, print_items, branches: int) -> _Sampled:  # fmt: skip
+    """``choose``'s second step: k candidates per program (the first of ``key``'s halves)."""
+    ks, _ = jax.random.split(key)
     c = S.compile(tokens, params, ks, nl, k, temperature, top_p, greedy_first, cfg=cfg,
                   nlimits=tier, print_items=print_items, branches=branches,
-                  live=live)  # fmt: skip
+                  live=lex_error.code == Code.OK)  # fmt: skip
+    return _Sampled(c.program, c.ok, c.bound)
+
+
+def _verify_part(s: _Sampled, tokens, lex_error, n_params, key, reference, vl: Limits,
+                 n_probes: int) -> Chosen:  # fmt: skip
+    """``choose``'s last step: make the probes (the second of ``key``'s halves), run the
+    candidates on them, pick one per program."""
+    _, kp = jax.random.split(key)
     probes = verify.make_probes(tokens, n_params, kp, n_probes)
-    return _Sampled(c.program, c.ok, c.bound, probes, live)
-
-
-def _verify_part(s: _Sampled, reference, vl: Limits) -> Chosen:
-    """``choose``'s second half: run the candidates on the probes, pick one per program."""
     if reference is None:
-        v = verify.cluster(s.program, s.probes, vl)
+        v = verify.cluster(s.program, probes, vl)
     else:
-        v = verify.verify_against(s.program, reference, s.probes, vl)
-    found = v.found & s.live & (s.bound == 0)
+        v = verify.verify_against(s.program, reference, probes, vl)
+    found = v.found & (lex_error.code == Code.OK) & (s.bound == 0)
     best = jnp.where(found, v.best, -1)
     prog = _take(s.program, best)
     empty = jax.tree.map(jnp.zeros_like, prog)
@@ -99,8 +102,9 @@ def _verify_part(s: _Sampled, reference, vl: Limits) -> Chosen:
     return Chosen(prog, found, best, v.reason, s.ok, s.bound)
 
 
+_lex_jit = jax.jit(_lex_part, static_argnames=("nl",))
 _sample_jit = jax.jit(_sample_part, static_argnames=_SAMPLE_STATIC)
-_verify_jit = jax.jit(_verify_part, static_argnames=("vl",))
+_verify_jit = jax.jit(_verify_part, static_argnames=("vl", "n_probes"))
 
 
 @functools.partial(
@@ -117,47 +121,72 @@ def choose(source, length, params, key, n_params, reference, temperature, top_p,
     tier: the sampling budget (``sample.tier``), static; default the model's own.
     print_items: Int32[B, PF, PP], the front end's print items (``debuginfo.Debug.print_items``)
     for the typed decoding mask, or None (untyped). branches: ``sample.compile``'s (static).
-    ``choose_split`` computes the same as two jits compiled side by side.
+    ``choose_split`` computes the same as three jits compiled side by side.
     """
-    s = _sample_part(source, length, params, key, n_params, temperature, top_p, cfg, k, nl,
-                     n_probes, greedy_first, tier, print_items, branches)  # fmt: skip
-    return _verify_part(s, reference, vl)
+    tokens, lex_error = _lex_part(source, length, nl)
+    s = _sample_part(tokens, lex_error, params, key, temperature, top_p, cfg, k, nl,
+                     greedy_first, tier, print_items, branches)  # fmt: skip
+    return _verify_part(s, tokens, lex_error, n_params, key, reference, vl, n_probes)
 
 
 def choose_split(source, length, params, key, n_params, reference, temperature, top_p,
                  cfg: Config, k: int, nl: Limits = NEURAL_LIMITS, vl: Limits = VERIFY_LIMITS,
                  n_probes: int = 64, greedy_first: bool = True, tier=None, print_items=None,
                  branches: int = 0) -> Chosen:  # fmt: skip
-    """``choose`` (same arguments, same result) as two jits, sampling and verifying, whose
-    XLA compiles run on two threads at once (XLA:CPU compiles a jit on one core: one jit
-    left the second core of a 2-core machine idle for most of a cold ``jaxcc run
-    --compiler neural``'s compile). Host code, not jittable; the last compiled pair is
-    kept for the next call with the same shapes."""
-    args = (source, length, params, key, n_params, temperature, top_p)
-    static = dict(cfg=cfg, k=k, nl=nl, n_probes=n_probes, greedy_first=greedy_first,
-                  tier=tier, branches=branches)  # fmt: skip
-    first, second = _compiled(args, print_items, reference, vl, static)
-    return second(first(*args, print_items=print_items), reference)
+    """``choose`` (same arguments, same result) as three jits, lexing, sampling and
+    verifying, whose XLA compiles run on threads at once (XLA:CPU compiles one jit on
+    fewer cores than a 2-core machine has). On the CPU a small batch's lexer compiles
+    with ``compiler.cpu_fast_compile``'s options, as the front end's does: a third of
+    the compile for an integer program whose run time is negligible here (the sampling
+    jit's XLA compile on a 2-core Xeon: 42 s with the lexer inside, 28 s without; the
+    lexer alone 16 s, 5 s with the options). Host code, not jittable; the last compiled
+    triple is kept for the next call with the same shapes."""
+    static = dict(cfg=cfg, k=k, nl=nl, greedy_first=greedy_first, tier=tier, branches=branches)
+    lex, first, second = _compiled(source, length, params, key, n_params, temperature, top_p,
+                                   print_items, reference, vl, n_probes, static)  # fmt: skip
+    tokens, lex_error = lex(source, length)
+    s = first(tokens, lex_error, params, key, temperature, top_p, print_items=print_items)
+    return second(s, tokens, lex_error, n_params, key, reference)
 
 
-# the last compiled (sample, verify) pair: {signature: pair} (one pair, so that a loop of
-# calls at one shape compiles once and nothing else is kept)
+# the last compiled (lex, sample, verify) triple: {signature: triple} (one, so that a loop
+# of calls at one shape compiles once and nothing else is kept)
 _COMPILED: dict = {}
 
 
-def _compiled(args, print_items, reference, vl: Limits, static: dict):
-    sig = _signature((args, print_items, reference), (vl, tuple(sorted(static.items()))))
-    pair = _COMPILED.get(sig)
-    if pair is None:
-        first = _sample_jit.trace(*args, print_items=print_items, **static)
-        out = jax.tree.map(lambda o: jax.ShapeDtypeStruct(o.shape, o.dtype), first.out_info)
-        with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="jaxcc-choose") as pool:
-            compiled = pool.submit(lambda: first.lower().compile())
-            second = _verify_jit.trace(out, reference, vl=vl).lower().compile()
-            pair = compiled.result(), second
-        _COMPILED.clear()
-        _COMPILED[sig] = pair
-    return pair
+def _lexer_jit(batch: int):
+    """The lexer's jit: the front end's CPU fast-compile one for a small batch on the CPU
+    (``compiler.fast_compile``), else ``_lex_jit``."""
+    if compiler.fast_compile(batch):
+        return compiler._fast_stages()[0]
+    return _lex_jit
+
+
+def _compiled(source, length, params, key, n_params, temperature, top_p, print_items,
+              reference, vl: Limits, n_probes: int, static: dict):  # fmt: skip
+    arrays = (source, length, params, key, n_params, temperature, top_p, print_items, reference)
+    sig = _signature(arrays, (vl, n_probes, tuple(sorted(static.items()))))
+    triple = _COMPILED.get(sig)
+    if triple is not None:
+        return triple
+    shapes = lambda t: jax.tree.map(lambda o: jax.ShapeDtypeStruct(o.shape, o.dtype), t)  # noqa: E731
+    nl = static["nl"]
+    # each compile starts as soon as its jit is traced (tracing is the main thread's
+    # Python; XLA's compiles release the GIL), the longest first
+    with concurrent.futures.ThreadPoolExecutor(2, thread_name_prefix="jaxcc-choose") as pool:
+        lex = _lexer_jit(source.shape[0]).trace(source, length, nl)
+        tokens, lex_error = shapes(lex.out_info)
+        first = _sample_jit.trace(tokens, lex_error, params, key, temperature, top_p,
+                                  print_items=print_items, **static)  # fmt: skip
+        jobs = [pool.submit(lambda t=t: t.lower().compile()) for t in (first, lex)]
+        second = _verify_jit.trace(shapes(first.out_info), tokens, lex_error, n_params, key,
+                                   reference, vl=vl, n_probes=n_probes)  # fmt: skip
+        verify_exec = second.lower().compile()
+        first_exec, lex_exec = (j.result() for j in jobs)
+    triple = lex_exec, first_exec, verify_exec
+    _COMPILED.clear()
+    _COMPILED[sig] = triple
+    return triple
 
 
 def _signature(arrays, static) -> tuple:

@@ -54,6 +54,13 @@ class Candidates(NamedTuple):
     samples: Samples
 
 
+# The decoding state machine over [rows, k] samples, each a nested jit: traced once per
+# row count (the first span's and the groups'), not once per span's loop (it was most of
+# ``sample``'s tracing time on the CPU, which precedes its compile)
+_allowed_rows = jax.jit(jax.vmap(jax.vmap(G.allowed, in_axes=(0, None)), in_axes=(0, 0)))
+_step_rows = jax.jit(jax.vmap(jax.vmap(G.step, in_axes=(0, 0, None)), in_axes=(0, 0, 0)))
+
+
 def _nucleus(logits, top_p):
     """Logits with the tokens outside the smallest set of probability >= top_p removed."""
     p = jax.nn.softmax(logits, axis=-1)
@@ -170,8 +177,7 @@ def sample(graphdef, params, src: Src, key, k: int, limits: Limits, temperature=
         force = jnp.full((b, k, 2), -1, jnp.int32)
     force = jnp.asarray(force, jnp.int32)
     greedy = greedy | (force[..., 0] >= 0)
-    allowed = jax.vmap(jax.vmap(G.allowed, in_axes=(0, None)), in_axes=(0, 0))
-    stepf = jax.vmap(jax.vmap(G.step, in_axes=(0, 0, None)), in_axes=(0, 0, 0))
+    allowed, stepf = _allowed_rows, _step_rows
 
     class Carry(NamedTuple):
         t: object
