@@ -166,6 +166,14 @@ def _fast_stages() -> tuple:
 
 
 _SPLIT_STAGES = _stage_jits(None, split_lexer=True)  # other backends': XLA's default options
+_LEX_JIT = jax.jit(_lex_stage, static_argnames=("limits",))
+
+
+def lex_jit(batch: int):
+    """The lexer as one jit, ``f(source, length, limits)``, for a batch of ``batch``
+    programs: the CPU fast-compile stage's (``fast_compile``: compile_many's own on the
+    CPU) where that applies, else one with XLA's default options."""
+    return _fast_stages()[0] if fast_compile(batch) else _LEX_JIT
 
 
 def _compile_fast(source, length, t: Limits, optimize, passes, max_rounds,

@@ -66,11 +66,6 @@ class _Sampled(NamedTuple):
     bound: object  # Int32[B]  inputs.Bound
 
 
-def _lex_part(source, length, nl: Limits):
-    """``choose``'s first step: the sources' tokens and lexer errors at ``nl``'s shape."""
-    return lexer.lex(source, length, nl)
-
-
 _SAMPLE_STATIC = ("cfg", "k", "nl", "greedy_first", "tier", "branches")
 
 
@@ -102,7 +97,6 @@ def _verify_part(s: _Sampled, tokens, lex_error, n_params, key, reference, vl: L
     return Chosen(prog, found, best, v.reason, s.ok, s.bound)
 
 
-_lex_jit = jax.jit(_lex_part, static_argnames=("nl",))
 _sample_jit = jax.jit(_sample_part, static_argnames=_SAMPLE_STATIC)
 _verify_jit = jax.jit(_verify_part, static_argnames=("vl", "n_probes"))
 
@@ -123,7 +117,7 @@ def choose(source, length, params, key, n_params, reference, temperature, top_p,
     for the typed decoding mask, or None (untyped). branches: ``sample.compile``'s (static).
     ``choose_split`` computes the same as three jits compiled side by side.
     """
-    tokens, lex_error = _lex_part(source, length, nl)
+    tokens, lex_error = lexer.lex(source, length, nl)
     s = _sample_part(tokens, lex_error, params, key, temperature, top_p, cfg, k, nl,
                      greedy_first, tier, print_items, branches)  # fmt: skip
     return _verify_part(s, tokens, lex_error, n_params, key, reference, vl, n_probes)
@@ -154,14 +148,6 @@ def choose_split(source, length, params, key, n_params, reference, temperature, 
 _COMPILED: dict = {}
 
 
-def _lexer_jit(batch: int):
-    """The lexer's jit: the front end's CPU fast-compile one for a small batch on the CPU
-    (``compiler.fast_compile``), else ``_lex_jit``."""
-    if compiler.fast_compile(batch):
-        return compiler._fast_stages()[0]
-    return _lex_jit
-
-
 def _compiled(source, length, params, key, n_params, temperature, top_p, print_items,
               reference, vl: Limits, n_probes: int, static: dict):  # fmt: skip
     arrays = (source, length, params, key, n_params, temperature, top_p, print_items, reference)
@@ -169,17 +155,16 @@ def _compiled(source, length, params, key, n_params, temperature, top_p, print_i
     triple = _COMPILED.get(sig)
     if triple is not None:
         return triple
-    shapes = lambda t: jax.tree.map(lambda o: jax.ShapeDtypeStruct(o.shape, o.dtype), t)  # noqa: E731
     nl = static["nl"]
     # each compile starts as soon as its jit is traced (tracing is the main thread's
     # Python; XLA's compiles release the GIL), the longest first
     with concurrent.futures.ThreadPoolExecutor(2, thread_name_prefix="jaxcc-choose") as pool:
-        lex = _lexer_jit(source.shape[0]).trace(source, length, nl)
-        tokens, lex_error = shapes(lex.out_info)
+        lex = compiler.lex_jit(source.shape[0]).trace(source, length, nl)
+        tokens, lex_error = lex.out_info
         first = _sample_jit.trace(tokens, lex_error, params, key, temperature, top_p,
                                   print_items=print_items, **static)  # fmt: skip
         jobs = [pool.submit(lambda t=t: t.lower().compile()) for t in (first, lex)]
-        second = _verify_jit.trace(shapes(first.out_info), tokens, lex_error, n_params, key,
+        second = _verify_jit.trace(first.out_info, tokens, lex_error, n_params, key,
                                    reference, vl=vl, n_probes=n_probes)  # fmt: skip
         verify_exec = second.lower().compile()
         first_exec, lex_exec = (j.result() for j in jobs)
