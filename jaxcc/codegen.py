@@ -297,16 +297,17 @@ def _completes(f: _Facts):
     is_if = live & (kind == Node.IF)
 
     def cn_step(cn):
+        # n: past the end, dropped (typecheck.or_into's why)
         bad_child = set_at(
-            jnp.zeros((n + 1,), bool), jnp.where(live & ~cn & (parent >= 0), parent, n), True
-        )[:n]
+            jnp.zeros((n,), bool), jnp.where(live & ~cn & (parent >= 0), parent, n), True
+        )
         if_cn = (f.nch < 3) | gather(cn, f.c1, True) | gather(cn, f.c2, True)
         return ~no_complete & jnp.where(is_if, if_cn, jnp.where(is_block, ~bad_child, True))
 
     cn = tree_fixpoint(cn_step, ~no_complete, 4 * n + 16)
-    first_nc = min_at(
-        jnp.full((n + 1,), BIG, I32), jnp.where(live & ~cn & (parent >= 0), parent, n), ci
-    )[:n]
+    first_nc = min_at(  # n: past the end, dropped (typecheck.or_into's why)
+        jnp.full((n,), BIG, I32), jnp.where(live & ~cn & (parent >= 0), parent, n), ci
+    )
     dead_here = live & gather(is_block, parent, False) & (ci > gather(first_nc, parent, BIG))
     reach = sum_over_ancestors(f.lo, dead_here.astype(I32)) == 0
     return cn, reach
@@ -511,14 +512,15 @@ def _emit_rules(rules, NI: int):
     stands for, reachable and filled per address (``_max_stack``'s inputs) and the line
     of the first instruction at address NI (the code-length error's line)."""
     # slot NI: the instruction at address NI (there is at most one: addresses are
-    # disjoint), whose line the code-length error reports; slot NI + 1: everything else
-    # not placed. Its line comes out of the same scatter. (It was a max over every
+    # disjoint), whose line the code-length error reports; everything else not placed
+    # goes to NI + 1, past the end, and is dropped (stored to a spare slot, every node of
+    # a lane wrote one address). Its line comes out of the same scatter. (It was a max over every
     # rule's nodes: on the GPU, very likely the one reduction kernel that also computed
     # the packed words, 9.3 of emit_code's 18.7 ms per 65,536 small programs on an H100;
     # docs/benchmarks.md, "Kernel by kernel")
     # columns: opcode | reachable << 8 | filled << 9 | jeff << 10, the argument, the line
     # (one scatter of three columns per merged rule, not three)
-    code = jnp.zeros((NI + 2, 3), I32)
+    code = jnp.zeros((NI + 1, 3), I32)
     for mask, at, opc, arg, ln, jeff, rch in _merged(rules):
         ok = mask & (at >= 0) & (at <= NI)
         tgt = jnp.where(ok, at, NI + 1)
@@ -551,7 +553,8 @@ def _max_stack(n: int, op, arg, jeff, rch, filled, entry_node, NI: int):
     addr = jnp.arange(NI, dtype=I32)
     last_entry = lax.cummax(jnp.where(entry_node > 0, addr, 0))
     fn_node = index(entry_node, last_entry) - 1
-    return max_at(jnp.zeros((n + 1,), I32), jnp.where(on, fn_node, n), peak)[:n]
+    # n: past the end, dropped (typecheck.or_into's why)
+    return max_at(jnp.zeros((n,), I32), jnp.where(on & (fn_node >= 0), fn_node, n), peak)
 
 
 def _limit_errors(f: _Facts, ast, sc, fid, maxstack_node, n_code, line_at_limit, limits):
@@ -606,9 +609,9 @@ def emit_code(ast, sc, ty, limits) -> Code_:
     fslot = jnp.where(f.live & sc.is_fn, fid, F)
     entry = jnp.where(idx == root, 0, a.entry_of_def)
     at_entry = jnp.where(f.live & sc.is_fn & (entry >= 0) & (entry < NI), entry, NI)
-    entry_node = set_at(jnp.zeros((NI + 1,), I32), at_entry, idx + 1)[:NI]
+    entry_node = set_at(jnp.zeros((NI,), I32), at_entry, idx + 1)  # NI: dropped
     maxstack_node = _max_stack(f.n, code_op, code_arg, jeff, rch, filled, entry_node, NI)
-    table = lambda x: set_at(jnp.zeros((F + 1,), I32), fslot, x)[:F]  # noqa: E731
+    table = lambda x: set_at(jnp.zeros((F,), I32), fslot, x)  # noqa: E731  (F: dropped)
     rettype = jnp.where(idx == root, isa.T_NONE, mask_to_type(ty.ret))
     prog = isa.Program(
         op=code_op,

@@ -93,7 +93,11 @@ def sum_over_ancestors(lo, x):
     """
     n = x.shape[0]
     idx = jnp.arange(n, dtype=I32)
-    d = add_at(add_at(jnp.zeros((n + 1,), x.dtype), lo, x), idx + 1, -x)
+    # the zeros not added: n + 1 is past the end, dropped (on the GPU, atomic adds to the
+    # few nodes that many share as their lo)
+    nz = x != 0
+    d = jnp.zeros((n + 1,), x.dtype)
+    d = add_at(add_at(d, jnp.where(nz, lo, n + 1), x), jnp.where(nz, idx + 1, n + 1), -x)
     return jnp.cumsum(d)[:n]
 
 
@@ -163,13 +167,35 @@ def pick(cands: list[Cand]) -> Err:
     return pick_node(cands)[0]
 
 
-def pick_node(cands: list[Cand]):
-    """``pick``, and the node the chosen error is at (-1 when there is none).
+def _lex_min(a, b):
+    """The lexicographically smaller of two (key, candidate, node) triples."""
+    a_first = (a[0] < b[0]) | ((a[0] == b[0]) & ((a[1] < b[1]) | ((a[1] == b[1]) & (a[2] < b[2]))))
+    return tuple(jnp.where(a_first, x, y) for x, y in zip(a, b, strict=True))
 
-    The smallest (key, candidate, node), found with three reductions over the nodes
-    whatever the number of candidates (first the smallest key at each node and the first
-    candidate holding it, elementwise): the same choice as one argmin per candidate,
-    from a smaller program for XLA, and no [candidates, N] array."""
+
+def smallest(cands: list[Cand], packed: bool | None = None):
+    """(ok, which, j): whether any candidate holds, and the smallest (key, candidate,
+    node) triple's candidate and node (``ok`` False: ``which`` and ``j`` are arbitrary).
+
+    One reduction over the nodes, after the elementwise minimum over the candidates:
+    where ``64 * N * len(cands)`` fits in an int32 (``packed``, the default then), the
+    key and the candidate packed as ``key * len(cands) + candidate`` and an argmin;
+    else the lexicographic minimum of the triples in one ``lax.reduce``. Why: a min, a
+    second min and an argmax in sequence each recomputed every candidate's key, three
+    kernels of about 1.2 ms each in resolve_names for 65,536 small programs on an H200;
+    the three-operand reduce everywhere made infer_types, whose keys are cheap, 0.2-0.4
+    ms slower (docs/benchmarks.md, "The middle end's error choice")."""
+    nc, n = len(cands), cands[0].mask.shape[0]
+    if packed is None:
+        packed = 64 * n * nc < BIG
+    if packed:
+        best = None
+        for i, c in enumerate(cands):
+            key = jnp.where(c.mask, (c.keys[0] * 64 + c.keys[1]) * nc + i, BIG)
+            best = key if best is None else jnp.minimum(best, key)
+        j = jnp.argmin(best).astype(I32)
+        kw = best[j]
+        return kw < BIG, kw % nc, j
     best = w = None
     for i, c in enumerate(cands):
         key = jnp.where(c.mask, c.keys[0] * 64 + c.keys[1], BIG)
@@ -178,11 +204,20 @@ def pick_node(cands: list[Cand]):
         else:
             less = key < best
             best, w = jnp.where(less, key, best), jnp.where(less, i, w)
-    k = jnp.min(best)
-    at_k = best == k
-    which = jnp.min(jnp.where(at_k, w, len(cands)))
-    j = jnp.argmax(at_k & (w == which)).astype(I32)
-    ok = k < BIG
+    k, which, j = lax.reduce(
+        (best, w, jnp.arange(n, dtype=I32)),
+        (jnp.int32(BIG), jnp.int32(nc), jnp.int32(BIG)),
+        _lex_min,
+        (0,),
+    )
+    return k < BIG, which, j
+
+
+def pick_node(cands: list[Cand]):
+    """``pick``, and the node the chosen error is at (-1 when there is none): the
+    smallest (key, candidate, node) (``smallest``), the same choice as one argmin per
+    candidate, and no [candidates, N] array."""
+    ok, which, j = smallest(cands)
 
     def choose(vals):
         """vals[which] (0 when there is no error): one int or Int32[N] per candidate,

@@ -108,15 +108,17 @@ def or_into(n, target, valid, m):
     """out[j] = OR of m[i] over the i with valid[i] and target[i] == j (an OR scatter).
     With fewer than 1024 sources: one add-scatter of each source's three bits as counts
     in 10-bit fields (a count never reaches 1024); else one max-scatter per bit."""
-    at = jnp.where(valid, target, n)
+    # n (past the end): dropped, not summed into a spare slot, where on the GPU every
+    # other node of a lane would add atomically to one address
+    at = jnp.where(valid & (target >= 0), target, n)
     if m.shape[0] < 1024:
         packed = (m & 1) | ((m & 2) << 9) | ((m & 4) << 18)
-        acc = add_at(jnp.zeros((n + 1,), I32), at, packed)[:n]
+        acc = add_at(jnp.zeros((n,), I32), at, packed)
         bit = lambda i: (((acc >> (10 * i)) & 0x3FF) != 0).astype(I32) << i  # noqa: E731
         return bit(0) | bit(1) | bit(2)
     bits = (m[:, None] >> jnp.arange(3, dtype=I32)[None, :]) & 1
-    acc = max_at(jnp.zeros((n + 1, 3), I32), at, bits)
-    return acc[:n, 0] | (acc[:n, 1] << 1) | (acc[:n, 2] << 2)
+    acc = max_at(jnp.zeros((n, 3), I32), at, bits)
+    return acc[:, 0] | (acc[:, 1] << 1) | (acc[:, 2] << 2)
 
 
 class Types(NamedTuple):
@@ -448,9 +450,13 @@ def _var_sites(f: _Facts, sc, t, var, is_none, first_seed) -> _Sites:
     )
     sites_key = jnp.concatenate([s_key, a_key])
     sites_m = jnp.concatenate([s_type, t])
-    first_key = min_at(jnp.full((n + 1,), BIG, I32), sites_rep, sites_key)
+    # n + 1 (past the end: dropped), not all non-sites into slot n (or_into's why); so
+    # first_key[n] stays BIG
+    first_key = min_at(
+        jnp.full((n + 1,), BIG, I32), jnp.where(sites_rep == n, n + 1, sites_rep), sites_key
+    )
     is_first = (sites_rep < n) & (sites_key == index(first_key, sites_rep))
-    first_m = set_at(jnp.zeros((n + 1,), I32), jnp.where(is_first, sites_rep, n), sites_m)[:n]
+    first_m = set_at(jnp.zeros((n,), I32), jnp.where(is_first, sites_rep, n), sites_m)
     first_m = jnp.where(first_seed != BOT, first_seed, first_m)
     return _Sites(s_site, a_site, s_type, s_rep, a_rep, s_key, first_key, first_m)
 
@@ -515,10 +521,11 @@ def _return_flow(f: _Facts, sc, t) -> _RetFlow:
     r_m = jnp.where(f.nch > 0, gather(t, f.c0, BOT), M_NONE)
     r_site = f.is_ret & _definite(r_m)
     r_f = jnp.where(r_site, sc.fdef, n)
-    r_first_key = min_at(jnp.full((n + 1,), BIG, I32), r_f, walk)
+    # non-sites at n + 1 and n: past the end, dropped (or_into's why)
+    r_first_key = min_at(jnp.full((n + 1,), BIG, I32), jnp.where(r_site, sc.fdef, n + 1), walk)
     r_first_m = set_at(
-        jnp.zeros((n + 1,), I32), jnp.where(r_site & (walk == index(r_first_key, r_f)), r_f, n), r_m
-    )[:n]
+        jnp.zeros((n,), I32), jnp.where(r_site & (walk == index(r_first_key, r_f)), r_f, n), r_m
+    )
     r_first_m = jnp.where(f.ann_ret, f.seed_ret0, r_first_m)
     r_bad = r_site & (r_m != gather(r_first_m, sc.fdef, BOT))
     r_ann = gather(f.ann_ret, sc.fdef, False)
@@ -609,7 +616,8 @@ def terminates(ast, sc):
     is_block = live & (kind == Node.BLOCK)
 
     def step(term):
-        any_child = set_at(jnp.zeros((n + 1,), bool), jnp.where(live & term, parent, n), True)[:n]
+        at = jnp.where(live & term & (parent >= 0), parent, n)  # n: dropped (or_into's why)
+        any_child = set_at(jnp.zeros((n,), bool), at, True)
         return (
             always
             | (is_if3 & gather(term, c1, False) & gather(term, c2, False))
