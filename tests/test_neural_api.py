@@ -31,7 +31,7 @@ def test_choose_split_equals_choose():
     n_params = np.zeros((len(SOURCES), LIM.max_funcs), np.int32)
     n_params[0, 1] = 2
 
-    def call(f, seed):
+    def call(f, seed, src=src):
         return f(src, length, params, jax.random.key(seed), n_params, None, jnp.float32(1.0),
                  jnp.float32(0.95), CFG, 4, LIM, VL, 8)  # fmt: skip
 
@@ -45,3 +45,6 @@ def test_choose_split_equals_choose():
     again = call(api.choose_split, 6)  # same shapes: the kept executables, no compile
     assert len(api._COMPILED) == 1 and next(iter(api._COMPILED.values())) is triple
     assert np.asarray(again.reason).shape == np.asarray(two.reason).shape
+    # the source already on the default device: the same placement as a host array's
+    call(api.choose_split, 6, jax.device_put(src))
+    assert next(iter(api._COMPILED.values())) is triple

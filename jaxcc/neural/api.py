@@ -175,8 +175,15 @@ def _compiled(source, length, params, key, n_params, temperature, top_p, print_i
 
 
 def _signature(arrays, static) -> tuple:
+    """What the kept triple was compiled for: the arrays' tree, shapes, dtypes and
+    placements (a device array's sharding; a host array's is the default device's, where
+    the call puts it), and the static arguments."""
     leaves, tree = jax.tree.flatten(arrays)
-    return tree, tuple((tuple(x.shape), str(x.dtype)) for x in leaves), static
+    dev = jax.config.jax_default_device or jax.devices()[0]
+    dev = jax.devices(dev)[0] if isinstance(dev, str) else dev  # a platform's name
+    default = jax.sharding.SingleDeviceSharding(dev)
+    place = tuple(str(getattr(x, "sharding", default)) for x in leaves)
+    return tree, tuple((tuple(x.shape), str(x.dtype)) for x in leaves), place, static
 
 
 def _bcast(m, a):

@@ -177,7 +177,6 @@ def sample(graphdef, params, src: Src, key, k: int, limits: Limits, temperature=
         force = jnp.full((b, k, 2), -1, jnp.int32)
     force = jnp.asarray(force, jnp.int32)
     greedy = greedy | (force[..., 0] >= 0)
-    allowed, stepf = _allowed_rows, _step_rows
 
     class Carry(NamedTuple):
         t: object
@@ -196,7 +195,7 @@ def sample(graphdef, params, src: Src, key, k: int, limits: Limits, temperature=
     def body(c: Carry, span: int | None, ctx, keys, greedy, force):
         rows = c.tok.shape[0]
         logits, cache = model.decode(c.cache, c.tok, c.t, table, cpu, span)
-        mask = allowed(c.gs, ctx)
+        mask = _allowed_rows(c.gs, ctx)
         logits = jnp.where(mask, G.fold_prints(logits, mask), -jnp.inf)
         logz = jax.nn.log_softmax(logits, axis=-1)
         scaled = _nucleus(logits / jnp.maximum(temp, 1e-6), jnp.broadcast_to(top_p, (rows, k)))
@@ -211,7 +210,7 @@ def sample(graphdef, params, src: Src, key, k: int, limits: Limits, temperature=
         tok = jnp.where(here, ftok, tok)
         tok = jnp.where(c.done, V.PAD, tok)
         lp = jnp.take_along_axis(logz, tok[..., None], axis=-1)[..., 0]
-        gs, _ = stepf(c.gs, tok, ctx)
+        gs, _ = _step_rows(c.gs, tok, ctx)
         out = lax.dynamic_update_slice_in_dim(c.out, tok[..., None], c.t, axis=2)
         alt, margin = c.alt, c.margin
         if record_alt:
