@@ -512,12 +512,12 @@ def _emit_rules(rules, NI: int):
     stands for, reachable and filled per address (``_max_stack``'s inputs) and the line
     of the first instruction at address NI (the code-length error's line)."""
     # slot NI: the instruction at address NI (there is at most one: addresses are
-    # disjoint), whose line the code-length error reports; everything else not placed
-    # goes to NI + 1, past the end, and is dropped (stored to a spare slot, every node of
-    # a lane wrote one address). Its line comes out of the same scatter. (It was a max over every
-    # rule's nodes: on the GPU, very likely the one reduction kernel that also computed
-    # the packed words, 9.3 of emit_code's 18.7 ms per 65,536 small programs on an H100;
-    # docs/benchmarks.md, "Kernel by kernel")
+    # disjoint), whose line the code-length error reports; its line comes out of the
+    # same scatter. Every node a rule does not place goes to NI + 1, past the end, and is
+    # dropped (a spare slot there had every such node of a lane store to one address).
+    # (The line at NI was a max over every rule's nodes: on the GPU, very likely the one
+    # reduction kernel that also computed the packed words, 9.3 of emit_code's 18.7 ms
+    # per 65,536 small programs on an H100; docs/benchmarks.md, "Kernel by kernel")
     # columns: opcode | reachable << 8 | filled << 9 | jeff << 10, the argument, the line
     # (one scatter of three columns per merged rule, not three)
     code = jnp.zeros((NI + 1, 3), I32)

@@ -184,7 +184,7 @@ def smallest(cands: list[Cand], packed: bool | None = None):
     second min and an argmax in sequence each recomputed every candidate's key, three
     kernels of about 1.2 ms each in resolve_names for 65,536 small programs on an H200;
     the three-operand reduce everywhere made infer_types, whose keys are cheap, 0.2-0.4
-    ms slower (docs/benchmarks.md, "The middle end's error choice")."""
+    ms slower (docs/benchmarks.md, "GPU results, thirteenth run")."""
     nc, n = len(cands), cands[0].mask.shape[0]
     if packed is None:
         packed = 64 * n * nc < BIG
