@@ -442,19 +442,17 @@ def _var_sites(f: _Facts, sc, t, var, is_none, first_seed) -> _Sites:
     a_rep = jnp.where(a_site, f.arg_param, n)
     s_key = gather(walk, parent, 0) * (n + 1)
     a_key = gather(walk, parent, 0) * (n + 1) + 1 + f.ci
+    # non-sites at n + 1: past the end of first_key, dropped (or_into's why), so
+    # first_key[n] stays BIG
     sites_rep = jnp.concatenate(
         [
-            jnp.where(s_site & _definite(s_type), s_rep, n),
-            jnp.where(a_site & _definite(t), a_rep, n),
+            jnp.where(s_site & _definite(s_type), s_rep, n + 1),
+            jnp.where(a_site & _definite(t), a_rep, n + 1),
         ]
     )
     sites_key = jnp.concatenate([s_key, a_key])
     sites_m = jnp.concatenate([s_type, t])
-    # n + 1 (past the end: dropped), not all non-sites into slot n (or_into's why); so
-    # first_key[n] stays BIG
-    first_key = min_at(
-        jnp.full((n + 1,), BIG, I32), jnp.where(sites_rep == n, n + 1, sites_rep), sites_key
-    )
+    first_key = min_at(jnp.full((n + 1,), BIG, I32), sites_rep, sites_key)
     is_first = (sites_rep < n) & (sites_key == index(first_key, sites_rep))
     first_m = set_at(jnp.zeros((n,), I32), jnp.where(is_first, sites_rep, n), sites_m)
     first_m = jnp.where(first_seed != BOT, first_seed, first_m)
@@ -520,9 +518,8 @@ def _return_flow(f: _Facts, sc, t) -> _RetFlow:
     n, line, col, walk = f.n, f.line, f.col, f.walk
     r_m = jnp.where(f.nch > 0, gather(t, f.c0, BOT), M_NONE)
     r_site = f.is_ret & _definite(r_m)
-    r_f = jnp.where(r_site, sc.fdef, n)
-    # non-sites at n + 1 and n: past the end, dropped (or_into's why)
-    r_first_key = min_at(jnp.full((n + 1,), BIG, I32), jnp.where(r_site, sc.fdef, n + 1), walk)
+    r_f = jnp.where(r_site, sc.fdef, n + 1)  # n + 1: past the end, dropped (or_into's why)
+    r_first_key = min_at(jnp.full((n + 1,), BIG, I32), r_f, walk)
     r_first_m = set_at(
         jnp.zeros((n,), I32), jnp.where(r_site & (walk == index(r_first_key, r_f)), r_f, n), r_m
     )
