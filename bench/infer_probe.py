@@ -65,12 +65,13 @@ def main(argv=None) -> int:
 
     def rounds(ast, sc, scatter=True):
         f = T._facts(ast, sc)
-        zero = jnp.zeros((f.n,), jnp.int32)
-        seeds = (f.seed_var0, f.seed_ret0)
+        lp = T._loop_facts(f, sc)
+        zero = jnp.zeros((f.n,), T.M8)
+        seeds = (f.seed_var0.astype(T.M8), f.seed_ret0.astype(T.M8))
         rnd = T._round
         if not scatter:
 
-            def rnd(f, sc, state, seeds):  # noqa: ANN001
+            def rnd(lp, state, seeds):  # noqa: ANN001
                 orig = T.or_into
                 T.or_into = (
                     lambda n, target, valid, m: jnp.where(  # noqa: E731
@@ -78,17 +79,19 @@ def main(argv=None) -> int:
                     )
                 )
                 try:
-                    return T._round(f, sc, state, seeds)
+                    return T._round(lp, state, seeds)
                 finally:
                     T.or_into = orig
 
-        return lax.fori_loop(0, R, lambda _, s: rnd(f, sc, s, seeds), (zero, zero, zero))
+        return lax.fori_loop(0, R, lambda _, s: rnd(lp, s, seeds), (zero, zero, zero))
 
     def steps(ast, sc):
         f = T._facts(ast, sc)
-        zero = jnp.zeros((f.n,), jnp.int32)
-        init = ((zero, zero, zero), (f.seed_var0, f.seed_ret0), jnp.int32(0), jnp.bool_(False))
-        return lax.fori_loop(0, R, lambda _, c: T._step(f, sc, c), init)
+        lp = T._loop_facts(f, sc)
+        zero = jnp.zeros((f.n,), T.M8)
+        seeds = (f.seed_var0.astype(T.M8), f.seed_ret0.astype(T.M8))
+        init = ((zero, zero, zero), seeds, jnp.int32(0), jnp.bool_(False))
+        return lax.fori_loop(0, R, lambda _, c: T._step(lp, c), init)
 
     v = jax.vmap
     out = {"device": jax.devices()[0].device_kind, "size": ns.size, "batch": ns.batch,

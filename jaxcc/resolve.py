@@ -58,7 +58,9 @@ def subtree_lo(parent, child_index, n_children):
     tgt = jnp.where((child_index == 0) & (parent >= 0), parent, n)
     first = set_at(jnp.full((n,), -1, I32), tgt, idx)
     ptr = jnp.where((n_children > 0) & (first >= 0), first, idx)
-    return lax.fori_loop(0, _log2(n), lambda _, p: index(p, p), ptr)
+    # unrolled: in a rolled loop each round's gather wrote a new array that XLA copied
+    # back into the loop's buffer (a copy kernel per round on the GPU)
+    return lax.fori_loop(0, _log2(n), lambda _, p: index(p, p), ptr, unroll=True)
 
 
 def nearest_marked_ancestor(parent, marked):
@@ -79,7 +81,7 @@ def nearest_marked_ancestor(parent, marked):
         done = (ptr < 0) | gather(marked, ptr, True)
         return jnp.where(done, ptr, gather(ptr, ptr, -1))
 
-    ptr = lax.fori_loop(0, _log2(n) + 1, jump, parent)
+    ptr = lax.fori_loop(0, _log2(n) + 1, jump, parent, unroll=True)  # subtree_lo's why
     done = (ptr < 0) | gather(marked, ptr, True)
     return jnp.where(done, ptr, -1)
 
@@ -124,8 +126,9 @@ def tree_fixpoint(step, init, max_rounds: int):
 
     def body(c):
         x, _, k = c
-        # four steps, keeping the last two to compare (``step`` traced once)
-        x, y = lax.fori_loop(0, 4, lambda _, v: (v[1], step(v[1])), (x, x))
+        # four steps, keeping the last two to compare (unrolled: subtree_lo's why; the
+        # middle end 0.5-0.8 ms faster per 65,536 small programs on an H200)
+        x, y = lax.fori_loop(0, 4, lambda _, v: (v[1], step(v[1])), (x, x), unroll=True)
         return y, jnp.any(y != x), k + 4
 
     return lax.while_loop(cond, body, (init, jnp.bool_(True), jnp.int32(0)))[0]

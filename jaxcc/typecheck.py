@@ -76,19 +76,20 @@ BOT, M_INT, M_BOOL, M_NONE, TOP = 0, 1, 2, 4, 7
 
 
 def norm(m):
-    """Two or more bits -> TOP."""
-    return jnp.where((m & (m - 1)) != 0, TOP, m).astype(I32)
+    """Two or more bits -> TOP (in m's dtype)."""
+    return jnp.where((m & (m - 1)) != 0, TOP, m).astype(m.dtype)
 
 
 def bitwise(a, b):
-    """& | ^: TOP if either is, BOT if either is, bool if both are, else int."""
+    """& | ^: TOP if either is, BOT if either is, bool if both are, else int (in a's
+    dtype)."""
     return jnp.where(
         (a == TOP) | (b == TOP),
         TOP,
         jnp.where(
             (a == BOT) | (b == BOT), BOT, jnp.where((a == M_BOOL) & (b == M_BOOL), M_BOOL, M_INT)
         ),
-    ).astype(I32)
+    ).astype(a.dtype)
 
 
 def mask_to_type(m):
@@ -111,6 +112,7 @@ def or_into(n, target, valid, m):
     # n (past the end): dropped, not summed into a spare slot, where on the GPU every
     # other node of a lane would add atomically to one address
     at = jnp.where(valid & (target >= 0), target, n)
+    m = m.astype(I32)  # the packed fields need 30 bits
     if m.shape[0] < 1024:
         packed = (m & 1) | ((m & 2) << 9) | ((m & 4) << 18)
         acc = add_at(jnp.zeros((n,), I32), at, packed)
@@ -228,6 +230,89 @@ def _facts(ast, sc) -> _Facts:
     )  # fmt: skip
 
 
+M8 = jnp.int8  # the type masks inside _solve's loop (3 bits)
+
+
+class _Loop(NamedTuple):
+    """What each round of ``_solve`` reads, made once before its loop from ``_Facts``
+    and the scopes, as narrow as the values allow: the loop's rounds are bandwidth-bound
+    on the GPU, and a round read about twenty Int32[N] columns. Node classes become one
+    Int8 code per rule, node indices Int16 where N fits (an index outside [0, N) is -1:
+    ``gather`` gives its fill and a scatter drops it either way), masks Int8. All ``[n]``."""
+
+    n: int
+    rule: object  # new_t's rule: 0 none (or not walked), 1 CONSTANT, 2 NAME, 3 BINOP,
+    #               4 UNARYOP, 5 COMPARE, 6 BOOLOP / IFEXP, 7 CALL
+    const_m: object  # a CONSTANT's mask
+    unary_m: object  # a UNARYOP's mask
+    bit: object  # a bitwise BINOP
+    is_load: object
+    call: object  # a CALL's builtin rule: 1 None result, 2 int, 3 joined, 0 a user call
+    c0: object
+    c1: object
+    parent: object
+    joins: object
+    rep: object  # sc.rep
+    callee: object
+    site: object  # Int16[2n]: the variable each store and each fed argument assigns (n: none)
+    value_child: object
+    store_rep: object
+    site_kind: object  # a stored NAME's statement: 1 ASSIGN, 2 AUG_ASSIGN, 3 FOR, 0 other
+    pbit: object
+    has_child: object  # nch > 0
+    fdef: object  # sc.fdef
+    is_ret: object
+    ann_ret: object
+    is_fn: object  # sc.is_fn
+    is_param: object
+    is_var_rep: object
+
+
+def _loop_facts(f: _Facts, sc) -> _Loop:
+    n = f.n
+    it = jnp.int16 if n + 1 < (1 << 15) else I32
+
+    def node(i):
+        return jnp.where((i >= 0) & (i < n), i, -1).astype(it)
+
+    def code(conds):  # 1 + the index of the first true condition, else 0
+        return jnp.select(conds, list(range(1, len(conds) + 1)), 0).astype(M8)
+
+    kind, ok = f.kind, f.ok
+    b_none, b_int = ops.is_any(f.builtin, _B_NONE_RESULT), ops.is_any(f.builtin, _B_INT_RESULT)
+    b_joined = ops.is_any(f.builtin, _B_JOINED)
+    site = jnp.concatenate([jnp.where(f.is_store, sc.rep, n), jnp.where(f.feeds, f.arg_param, n)])
+    return _Loop(
+        n=n,
+        rule=code([ok & (kind == k) for k in (Node.CONSTANT, Node.NAME, Node.BINOP,
+                   Node.UNARYOP, Node.COMPARE)]
+                  + [ok & ((kind == Node.BOOLOP) | (kind == Node.IFEXP)), ok & (kind == Node.CALL)]),
+        const_m=f.const_m.astype(M8),
+        unary_m=jnp.where(ops.is_any(f.op, _BOOL_UNARY), M_BOOL, M_INT).astype(M8),
+        bit=f.bit,
+        is_load=f.is_load,
+        call=code([b_none, b_int, b_joined]),
+        c0=node(f.c0),
+        c1=node(f.c1),
+        parent=node(f.parent),
+        joins=f.joins,
+        rep=node(sc.rep),
+        callee=node(f.callee),
+        site=jnp.where((site >= 0) & (site < n), site, n).astype(it),
+        value_child=node(f.value_child),
+        store_rep=node(f.store_rep),
+        site_kind=code([f.pkind == Node.ASSIGN, f.pkind == Node.AUG_ASSIGN, f.pkind == Node.FOR]),
+        pbit=f.pbit,
+        has_child=f.nch > 0,
+        fdef=node(sc.fdef),
+        is_ret=f.is_ret,
+        ann_ret=f.ann_ret,
+        is_fn=sc.is_fn,
+        is_param=f.is_param,
+        is_var_rep=f.is_var_rep,
+    )  # fmt: skip
+
+
 def _site_type(f: _Facts, t, var):
     """The mask each stored NAME's statement assigns (the reference's ``site_type``)."""
     val = gather(t, f.value_child, BOT)
@@ -241,7 +326,16 @@ def _site_type(f: _Facts, t, var):
     ).astype(I32)
 
 
-def _round(f: _Facts, sc, state, seeds):
+def _loop_site_type(lp: _Loop, t, var):
+    """``_site_type`` on the loop's narrow columns."""
+    val = gather(t, lp.value_child, BOT)
+    cur = gather(var, lp.store_rep, BOT)
+    aug = jnp.where(lp.pbit, bitwise(cur, val), M_INT)
+    k = lp.site_kind
+    return jnp.select([k == 1, k == 2, k == 3], [val, aug, M_INT], BOT).astype(M8)
+
+
+def _round(lp: _Loop, state, seeds):
     """One round, in three parts that each read the newest values (Gauss-Seidel order):
     every node's type from its children's and the previous variables and results (the
     reference's ``etype``); every variable and result from its sites (the body of
@@ -250,58 +344,49 @@ def _round(f: _Facts, sc, state, seeds):
     fixpoint (the rules are monotone, and each part applies its own equations); a
     variable's or a result's type reaches its readers in the same round, which halves
     the rounds: 10 -> 5 for the slowest small corpus program, 16 -> 9 medium."""
-    n, kind, op, builtin, c0, c1 = f.n, f.kind, f.op, f.builtin, f.c0, f.c1
+    n, rule = lp.n, lp.rule
     t, var, ret = state
     seed_var, seed_ret = seeds
-    joined = norm(or_into(n, f.parent, f.joins, t))
-    b_none, b_int = ops.is_any(builtin, _B_NONE_RESULT), ops.is_any(builtin, _B_INT_RESULT)
-    b_joined = ops.is_any(builtin, _B_JOINED)
+    joined = norm(or_into(n, lp.parent, lp.joins, t).astype(M8))
     callm = jnp.select(
-        [b_none, b_int, b_joined], [M_NONE, M_INT, joined], gather(ret, f.callee, BOT)
+        [lp.call == 1, lp.call == 2, lp.call == 3],
+        [M_NONE, M_INT, joined],
+        gather(ret, lp.callee, BOT),
     )
     new_t = jnp.select(
+        [rule == k for k in range(1, 8)],
         [
-            kind == Node.CONSTANT,
-            kind == Node.NAME,
-            kind == Node.BINOP,
-            kind == Node.UNARYOP,
-            kind == Node.COMPARE,
-            (kind == Node.BOOLOP) | (kind == Node.IFEXP),
-            kind == Node.CALL,
-        ],
-        [
-            f.const_m,
-            jnp.where(f.is_load, gather(var, sc.rep, BOT), BOT),
-            jnp.where(f.bit, bitwise(gather(t, c0, BOT), gather(t, c1, BOT)), M_INT),
-            jnp.where(ops.is_any(op, _BOOL_UNARY), M_BOOL, M_INT),
-            jnp.full((n,), M_BOOL, I32),
+            lp.const_m,
+            jnp.where(lp.is_load, gather(var, lp.rep, BOT), BOT),
+            jnp.where(lp.bit, bitwise(gather(t, lp.c0, BOT), gather(t, lp.c1, BOT)), M_INT),
+            lp.unary_m,
+            jnp.full((n,), M_BOOL, M8),
             joined,
             callm,
         ],
         BOT,
-    ).astype(I32)
-    new_t = jnp.where(f.ok, new_t, BOT)
+    ).astype(M8)
     # variables: store sites and arguments fed to unannotated params, in one OR scatter
-    site = jnp.concatenate([jnp.where(f.is_store, sc.rep, n), jnp.where(f.feeds, f.arg_param, n)])
-    site_m = jnp.concatenate([_site_type(f, new_t, var), new_t])
-    new_var = norm(seed_var | or_into(n, site, site < n, site_m))
-    rm = jnp.where(f.nch > 0, gather(new_t, c0, BOT), M_NONE)
-    rets = or_into(n, sc.fdef, f.is_ret, rm)
-    new_ret = jnp.where(f.ann_ret, seed_ret, norm(seed_ret | jnp.where(sc.is_fn, rets, BOT)))
+    site_m = jnp.concatenate([_loop_site_type(lp, new_t, var), new_t])
+    new_var = norm(seed_var | or_into(n, lp.site, lp.site < n, site_m).astype(M8))
+    rm = jnp.where(lp.has_child, gather(new_t, lp.c0, BOT), M_NONE)
+    rets = or_into(n, lp.fdef, lp.is_ret, rm).astype(M8)
+    new_ret = jnp.where(lp.ann_ret, seed_ret, norm(seed_ret | jnp.where(lp.is_fn, rets, BOT)))
+    new_ret = new_ret.astype(M8)
     # the NAME and CALL rules again, reading the variables and results just computed
-    name_t = jnp.where(f.is_load, gather(new_var, sc.rep, BOT), BOT)
-    new_t = jnp.where(f.ok & (kind == Node.NAME), name_t, new_t)
-    user_call = f.ok & (kind == Node.CALL) & ~(b_none | b_int | b_joined)
-    new_t = jnp.where(user_call, gather(new_ret, f.callee, BOT), new_t)
+    name_t = jnp.where(lp.is_load, gather(new_var, lp.rep, BOT), BOT)
+    new_t = jnp.where(rule == 2, name_t, new_t)
+    user_call = (rule == 7) & (lp.call == 0)
+    new_t = jnp.where(user_call, gather(new_ret, lp.callee, BOT), new_t).astype(M8)
     return new_t, new_var, new_ret
 
 
-def _step(f: _Facts, sc, c):
+def _step(lp: _Loop, c):
     """One round of ``_solve``'s loop: (state, seeds, stage, done) -> the same."""
     st, (sv, sr), stage, done = c
     # the barrier keeps XLA from fusing the round into the reductions below: on an H100
     # a step cost 2.7x a bare round without it, 1.2x with it (bench/infer_probe.py)
-    new = lax.optimization_barrier(_round(f, sc, st, (sv, sr)))
+    new = lax.optimization_barrier(_round(lp, st, (sv, sr)))
     # one reduction, not three (all three are [N])
     changed = jnp.any((new[0] != st[0]) | (new[1] != st[1]) | (new[2] != st[2]))
     var, ret = new[1], new[2]
@@ -309,18 +394,18 @@ def _step(f: _Facts, sc, c):
     # (a stage without any would only hand over after one more unchanged round,
     # computing the same state again): seed it, or finish
     has = (
-        (stage <= 0) & jnp.any(f.is_param & (var == BOT)),
-        (stage <= 1) & jnp.any(sc.is_fn & (ret == BOT)),
-        (stage <= 2) & jnp.any(f.is_var_rep & (var == BOT)),
+        (stage <= 0) & jnp.any(lp.is_param & (var == BOT)),
+        (stage <= 1) & jnp.any(lp.is_fn & (ret == BOT)),
+        (stage <= 2) & jnp.any(lp.is_var_rep & (var == BOT)),
     )
     target = jnp.where(has[0], 0, jnp.where(has[1], 1, jnp.where(has[2], 2, 3)))
     target = jnp.where(changed | done, stage, target)
     seeding = ~changed & ~done & (target < 3)
-    want_v = jnp.where(target == 0, f.is_param, jnp.where(target == 2, f.is_var_rep, False))
+    want_v = jnp.where(target == 0, lp.is_param, jnp.where(target == 2, lp.is_var_rep, False))
     want_v = seeding & want_v & (var == BOT)
-    want_r = seeding & (target == 1) & sc.is_fn & (ret == BOT)
-    sv = jnp.where(want_v, M_INT, sv)
-    sr = jnp.where(want_r, M_INT, sr)
+    want_r = seeding & (target == 1) & lp.is_fn & (ret == BOT)
+    sv = jnp.where(want_v, M_INT, sv).astype(M8)
+    sr = jnp.where(want_r, M_INT, sr).astype(M8)
     return new, (sv, sr), target, done | (target >= 3)
 
 
@@ -329,21 +414,23 @@ def _solve(f: _Facts, sc):
     unknown results, then unknown variables default to int, each time followed by a new
     fixpoint. One loop: when a round changes nothing, the first stage from the current
     one that has unknowns seeds them (stages without any are passed over; none left:
-    done). Returns the final (t, var, ret) and seeds (seed_var, seed_ret)."""
+    done). Returns the final (t, var, ret) and seeds (seed_var, seed_ret), Int32."""
     n = f.n
+    lp = _loop_facts(f, sc)
 
     def body(c):  # one round per check of the predicate (a host sync on a GPU): lanes
         c, k = c  # end after 2-9 rounds, a batch waits for its slowest one, and on an H100
-        return _step(f, sc, c), k + 1  # two rounds per check ran 28% slower (18.1 -> 14.1 ms)
+        return _step(lp, c), k + 1  # two rounds per check ran 28% slower (18.1 -> 14.1 ms)
 
-    zero = jnp.zeros((n,), I32)
-    init = ((zero, zero, zero), (f.seed_var0, f.seed_ret0), jnp.int32(0), jnp.bool_(False))
+    zero = jnp.zeros((n,), M8)
+    seeds0 = (f.seed_var0.astype(M8), f.seed_ret0.astype(M8))
+    init = ((zero, zero, zero), seeds0, jnp.int32(0), jnp.bool_(False))
     # monotone, so it ends; the cap only guards against a malformed AST (an error lane)
     cap = 16 * n + 64
     (state, seeds, _, _), _ = lax.while_loop(
         lambda c: ~c[0][3] & (c[1] < cap), body, (init, jnp.int32(0))
     )
-    return state, seeds
+    return tuple(x.astype(I32) for x in state), tuple(x.astype(I32) for x in seeds)
 
 
 def _first_seeds(f: _Facts, seed_var):
