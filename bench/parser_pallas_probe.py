@@ -56,6 +56,17 @@ def _hostile(rng: np.random.Generator, b: int, t: int) -> tuple[Tokens, Error]:
     return tok, err
 
 
+def _config(text: str) -> tuple[int, int, dict]:
+    """ "B/K[/W[/nobarrier]]" -> (block, steps_per_iter, the other knobs)."""
+    parts = text.split("/")
+    kw = {}
+    if len(parts) > 2:
+        kw["num_warps"] = int(parts[2])
+    if len(parts) > 3:
+        kw["barrier"] = parts[3] != "nobarrier"
+    return int(parts[0]), int(parts[1]), kw
+
+
 def _tile(tree, b: int):
     return jax.tree.map(lambda x: jnp.asarray(np.resize(np.asarray(x), (b,) + x.shape[1:])), tree)
 
@@ -81,7 +92,7 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=65536)
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--configs", default="128/32,64/32,256/32,128/16,128/64",
-                    help="block/steps_per_iter of the kernel")  # fmt: skip
+                    help="block/steps_per_iter[/num_warps[/nobarrier]] of the kernel")  # fmt: skip
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--out")
     a = ap.parse_args()
@@ -110,28 +121,32 @@ def main() -> None:
         sets["hostile"] = _hostile(np.random.default_rng(2), 64 if a.quick else 4096,
                                    lim.max_tokens)  # fmt: skip
         n_tok = float(np.sum(np.asarray(sets["corpus"][0].n_tokens)))
-        configs = [tuple(int(x) for x in c.split("/")) for c in a.configs.split(",")]
+        configs = [_config(c) for c in a.configs.split(",")]
         for name, (tok, lerr) in sets.items():
             b = a.batch if name == "corpus" else tok.kind.shape[0]
             tok, lerr = _tile(tok, b), _tile(lerr, b)
-            want = jax.block_until_ready(parser.parse_with_info(tok, lim, lerr))
+            want = jax.block_until_ready(parser.parse_with_info(tok, lim, lerr, backend="xla"))
             codes = np.bincount(np.asarray(want[1].code) % 32, minlength=16).tolist()
-            for block, k in configs if name == "corpus" else configs[:1]:
-                got = parser_pallas.parse_with_info(tok, lim, lerr, steps_per_iter=k, block=block)
+            for block, k, kw in configs if name == "corpus" else configs[:1]:
+                got = parser_pallas.parse_with_info(
+                    tok, lim, lerr, steps_per_iter=k, block=block, **kw
+                )
                 diff = _diff(jax.block_until_ready(got), want)
                 rec = dict(size=size, set=name, block=block, steps=k, batch=b, equal=not diff,
-                           diff=diff[:6], codes=codes)  # fmt: skip
+                           diff=diff[:6], codes=codes, **kw)  # fmt: skip
                 res["checks"].append(rec)
                 print(json.dumps(rec), flush=True)
                 save()
             if name != "corpus":
                 continue
             args = (tok, lim, lerr)
-            runs = [("xla", 32, functools.partial(parser.parse_with_info, *args, 32))]
-            for block, k in configs:
+            xla = functools.partial(parser.parse_with_info, *args, 32, backend="xla")
+            runs = [("xla", 32, xla)]
+            for block, k, kw in configs:
                 fn = functools.partial(parser_pallas.parse_with_info, *args, steps_per_iter=k,
-                                       block=block)  # fmt: skip
-                runs.append((f"pallas b{block}", k, fn))
+                                       block=block, **kw)  # fmt: skip
+                label = f"pallas b{block}" + "".join(f" {n}={v}" for n, v in kw.items())
+                runs.append((label, k, fn))
             for label, k, fn in runs:
                 t0 = time.perf_counter()
                 jax.block_until_ready(fn())

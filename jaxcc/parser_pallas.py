@@ -230,12 +230,14 @@ def run_automaton(progs: P._Prog, carry: P._Carry, tabs: P._Tabs, nnt: int,
 
 def parse_with_info(tokens: Tokens, limits: Limits = DEFAULT, lex_error: Error | None = None,
                     *, steps_per_iter: int = P.STEPS_PER_ITER, block: int = BLOCK,
-                    num_warps: int | None = None, interpret: bool | None = None):  # fmt: skip
+                    num_warps: int | None = None, interpret: bool | None = None,
+                    barrier: bool = True):  # fmt: skip
     """``parser.parse_with_info`` on this backend, with the kernel's knobs: ``block``
     lanes per program instance (a power of two; a small batch gets the power of two that
     holds it, at least 32), Triton's ``num_warps`` (default block // 32, at most 4),
-    ``interpret`` (None: where there is no GPU)."""
-    options = dict(block=block, num_warps=num_warps, interpret=interpret)
+    ``interpret`` (None: where there is no GPU), ``barrier`` (a block barrier after each
+    step's stores, as in ``vm_pallas``; off only to measure what it costs)."""
+    options = dict(block=block, num_warps=num_warps, interpret=interpret, barrier=barrier)
     return P.parse_with_info(tokens, limits, lex_error, steps_per_iter, backend="pallas",
                              pallas_options=tuple(sorted(options.items())))  # fmt: skip
 
