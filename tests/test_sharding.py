@@ -41,7 +41,7 @@ def _child(name: str) -> subprocess.CompletedProcess:
     )
 
 
-@pytest.mark.parametrize("name", ["toy", "vm", "pipeline"])
+@pytest.mark.parametrize("name", ["toy", "vm", "pipeline", "parser_pallas"])
 def test_sharded_equals_one_device(name):
     proc = _child(name)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -182,6 +182,29 @@ def child_pipeline():
     assert codes[:4] == [0] * 4 and codes[4] != 0, codes  # the syntax error is found
     assert status[:4] == [0] * 4 and status[5] != 0, status  # the runaway recursion stops
     print("OK pipeline")
+
+
+def child_parser_pallas():
+    """The parser's Pallas kernel (interpret mode here) in each device's block equals the
+    XLA loop on one device: the kernel's grid and padding per shard."""
+    jax = _setup()
+    import functools
+
+    from bench import corpus
+    from jaxcc import lexer, parser, sharding
+
+    limits = corpus.LIMITS["small"]
+    sources = [p["source"] for p in corpus.generate(seed=5, size="small", n=5, with_tests=False)]
+    sources += ["x = = 1\n", "if x:\npass\n", "a = 1 = b\n"]
+    src, length = lexer.encode(sources, limits)  # 8 programs: 2 per device
+    tokens, lex_error = lexer.lex(src, length, limits)
+    one = parser.parse_with_info(tokens, limits, lex_error, backend="xla")
+    kernel = functools.partial(parser.parse_with_info, limits=limits, backend="pallas")
+    many = sharding.sharded(lambda t, e: kernel(t, lex_error=e))(tokens, lex_error)
+    _same(many, one)
+    codes = [int(c) for c in jax.device_get(one[1].code)]
+    assert codes[:5] == [0] * 5 and all(c != 0 for c in codes[5:]), codes
+    print("OK parser_pallas")
 
 
 if __name__ == "__main__" and len(sys.argv) == 3 and sys.argv[1] == "--child":
