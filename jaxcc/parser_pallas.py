@@ -183,8 +183,8 @@ def run_automaton(progs: P._Prog, carry: P._Carry, tabs: P._Tabs, nnt: int,
     sig, kv, stack, nodes = progs.sig, progs.kv, carry.stack, carry.nodes
     if pad:  # done lanes: they load and store nothing
 
-        def more(x, fill=0):
-            return jnp.pad(x, ((0, pad),) + ((0, 0),) * (x.ndim - 1), constant_values=fill)
+        def more(x):
+            return jnp.pad(x, ((0, pad),) + ((0, 0),) * (x.ndim - 1))
 
         sig, kv, stack, nodes = more(sig), more(kv), more(stack), more(nodes)
         inv = jnp.pad(inv, ((0, 0), (0, pad)))
