@@ -86,7 +86,7 @@ def lex_sources(sources, limits):
 def both(tokens, limits, lex_error=None, **pallas_options):
     """(pallas, xla) results: through the public switch, or with the kernel's knobs
     through parser_pallas.parse_with_info when any are given."""
-    want = parser.parse_with_info(tokens, limits, lex_error)
+    want = parser.parse_with_info(tokens, limits, lex_error, backend="xla")
     if pallas_options:
         got = parser_pallas.parse_with_info(tokens, limits, lex_error, **pallas_options)
     else:
@@ -394,7 +394,7 @@ def test_unbatched_and_batch_isolation():
     rows = functools.partial(jax.tree.map, lambda x: np.asarray(x)[keep])
     assert_parses_equal(rows(got1), rows(got2))
     assert set(_codes(got2).tolist()) != {Code.OK}
-    want1 = parser.parse_with_info(batch1[0], SMALL, batch1[1])
+    want1 = parser.parse_with_info(batch1[0], SMALL, batch1[1], backend="xla")
     assert_parses_equal(got1, want1)
 
 
@@ -410,7 +410,7 @@ def test_backend_names():
         parser.parse_with_info(toks, SMALL, lerr, backend="bogus")
     with pytest.raises(ValueError, match="backend"):
         parser.parse(toks, SMALL, lerr, backend="cuda")
-    want = parser.parse_with_info(toks, SMALL, lerr)
+    want = parser.parse_with_info(toks, SMALL, lerr, backend="xla")
     assert_parses_equal(parser.parse_with_info(toks, SMALL, lerr, backend="auto"), want)
     ast_, err = parser.parse(toks, SMALL, lerr, backend="pallas")
     assert_parses_equal((ast_, err, want[2]), want)
@@ -437,8 +437,23 @@ def test_block_and_steps_per_iter(block, steps_per_iter):
     assert len(srcs) % block != 0
     got, want = both(toks, TIGHT, lerr, block=block, steps_per_iter=steps_per_iter)
     assert_parses_equal(got, want, srcs)
-    same = parser.parse_with_info(toks, TIGHT, lerr, steps_per_iter=steps_per_iter)
+    same = parser.parse_with_info(toks, TIGHT, lerr, steps_per_iter=steps_per_iter, backend="xla")
     assert_parses_equal(same, want, srcs)
+
+
+def test_vmap_and_jit_of_the_kernel():
+    """``parse`` vmapped over single programs (Pallas' batching rule adds a grid axis),
+    with and without jit, equals the XLA loop on the batch."""
+    srcs = tp.VALID[:4] + [tp.ERRORS[0][0]]
+    toks, lerr = lex_sources(srcs, SMALL)
+    want = parser.parse_with_info(toks, SMALL, lerr, backend="xla")
+    assert int(want[1].code[-1]) == Code.SYNTAX
+
+    def one(t, e):
+        return parser.parse_with_info(t, SMALL, e, backend="pallas")
+
+    assert_parses_equal(jax.vmap(one)(toks, lerr), want)
+    assert_parses_equal(jax.jit(jax.vmap(one))(toks, lerr), want)
 
 
 def test_lowers_to_triton(monkeypatch):
