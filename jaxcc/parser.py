@@ -4,7 +4,8 @@
 programs in lockstep: each step reads the ACTION table at (top state, lookahead) and
 either shifts, reduces (creating at most one AST node, in post-order), accepts or fails.
 Steps are branch-free (table lookups, ``jnp.where``), K of them per iteration of a
-``while_loop`` that runs while any program is unfinished. A parallel post-pass then
+``while_loop`` that runs while any program is unfinished (on a GPU by default the same
+steps as one Pallas kernel instead: ``jaxcc.parser_pallas``). A parallel post-pass then
 derives parent / child_index / n_children by pointer jumping, and positions from tokens.
 The grammar, tables and semantic actions are in ``jaxcc.grammar``; docs/parser.md has
 the details (table format, AST layout, error reporting).
