@@ -11,6 +11,7 @@ parse without error (checked once per batch size).
     python bench/bench_parser.py --out /tmp/parser_bench            # GPU: 1k .. 256k
     python bench/bench_parser.py --quick --out /tmp/parser_bench    # CPU smoke (< 1 min)
     python bench/bench_parser.py --steps-per-iter 8 16 32          # tune K
+    python bench/bench_parser.py --backend xla                      # the XLA loop on a GPU
 """
 
 from __future__ import annotations
@@ -40,13 +41,14 @@ def _tile(x: np.ndarray, b: int) -> np.ndarray:
     return np.concatenate([x] * reps)[:b]
 
 
-def bench_one(toks: Tokens, lerr: Error, b: int, limits, k: int, repeats: int) -> dict:
+def bench_one(toks: Tokens, lerr: Error, b: int, limits, k: int, repeats: int,
+              backend: str = "auto") -> dict:  # fmt: skip
     tb = Tokens(*[jnp.asarray(_tile(np.asarray(x), b)) for x in toks])
     eb = Error(*[jnp.asarray(_tile(np.asarray(x), b)) for x in lerr])
     tabs = parser._tables()
 
     def run():
-        return parser._parse_batch(tb, eb, tabs, limits, k)
+        return parser._parse_batch(tb, eb, tabs, limits, k, parser.resolve_backend(backend))
 
     t0 = time.perf_counter()
     tree, err, info = jax.block_until_ready(run())
@@ -79,6 +81,7 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="small batches (CPU smoke run)")
     ap.add_argument("--batches", type=int, nargs="*", default=None)
     ap.add_argument("--steps-per-iter", type=int, nargs="*", default=[parser.STEPS_PER_ITER])
+    ap.add_argument("--backend", default="auto", help="xla, pallas or auto (parser.parse's)")
     ap.add_argument("--programs", type=int, default=256, help="distinct programs (tiled)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--repeats", type=int, default=5)
@@ -97,7 +100,7 @@ def main(argv=None) -> int:
     rows = []
     for k in args.steps_per_iter:
         for b in batches:
-            r = bench_one(toks, lerr, b, limits, k, repeats)
+            r = bench_one(toks, lerr, b, limits, k, repeats, args.backend)
             rows.append(r)
             print(f"B={b:>7} K={k:>3}  {r['seconds'] * 1e3:9.2f} ms  "
                   f"{r['tokens_per_s']:.3e} tokens/s  {r['programs_per_s']:.3e} programs/s  "
@@ -113,6 +116,7 @@ def main(argv=None) -> int:
             "argv": sys.argv if argv is None else argv,
             "limits": limits._asdict(),
             "seed": args.seed,
+            "backend": parser.resolve_backend(args.backend),
             "targets": {"tokens_per_s": 2e9, "programs_per_s": 5e6},
         }
         with open(path, "w") as f:
