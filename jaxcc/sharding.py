@@ -13,7 +13,9 @@ Why shard_map rather than letting jit partition (GSPMD): the VM and the parser r
 ``while_loop(any lane active)``; under GSPMD that ``any`` becomes an all-reduce over the
 devices on every outer iteration and every device runs as long as the slowest lane of
 the whole batch. Under shard_map each device loops over its own block only and stops
-when its own lanes are done; nothing crosses devices.
+when its own lanes are done; nothing crosses devices. (On a GPU their loops are Pallas
+kernels by default, custom calls that GSPMD could not split at all; each device runs the
+kernel on its own block here.)
 
 Padding: a batch B that is not a multiple of the device count gets ``pad`` extra lanes
 of zeros. Zeros are inert in every layout: a zero-length source, a token array with
