@@ -79,6 +79,24 @@ def _release_executables():
     gc.collect()
 
 
+@pytest.fixture
+def triton_modules(monkeypatch):
+    """The Triton modules that Pallas' Triton lowering makes while the test runs (a list,
+    filled as kernels are lowered): what tests of the Pallas kernels verify and read."""
+    from jax._src.pallas.triton import lowering  # internal: to see the Triton module
+
+    modules = []
+    lower = lowering.lower_jaxpr_to_triton_module
+
+    def keep(*a, **k):
+        res = lower(*a, **k)
+        modules.append(res.module)
+        return res
+
+    monkeypatch.setattr(lowering, "lower_jaxpr_to_triton_module", keep)
+    return modules
+
+
 def pytest_addoption(parser):
     parser.addoption(
         "--slow", action="store_true", default=False, help="run many more generated programs"

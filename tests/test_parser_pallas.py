@@ -456,23 +456,13 @@ def test_vmap_and_jit_of_the_kernel():
     assert_parses_equal(jax.jit(jax.vmap(one))(toks, lerr), want)
 
 
-def test_lowers_to_triton(monkeypatch):
+def test_lowers_to_triton(triton_modules):
     """The kernel lowers for CUDA through the Pallas Triton backend (no GPU needed): one
     Triton kernel, every primitive accepted, and the Triton IR passes MLIR's verifier
     (which checks, e.g., Triton's power-of-two tensor sizes). Counted loops only (Triton
     on jax 0.11.2 crashed on the VM kernel's scf.while: parser_pallas' docstring), and the
     barrier between a step's stores and the next step's loads."""
-    from jax._src.pallas.triton import lowering  # internal: to see the Triton module
-
-    modules = []
-    lower = lowering.lower_jaxpr_to_triton_module
-
-    def keep(*a, **k):
-        res = lower(*a, **k)
-        modules.append(res.module)
-        return res
-
-    monkeypatch.setattr(lowering, "lower_jaxpr_to_triton_module", keep)
+    modules = triton_modules
     toks, lerr = lex_sources(tp.VALID[:3], SMALL)
     text = parser_pallas.lower_triton(toks, SMALL, lerr)
     assert text.count("__gpu$xla.gpu.triton") == 1

@@ -155,23 +155,13 @@ def test_run_tests_equal_xla():
     assert vm.WRONG_RESULT in np.asarray(got[1]) and Code.OK in np.asarray(got[1])
 
 
-def test_lowers_to_triton(monkeypatch):
+def test_lowers_to_triton(triton_modules):
     """The kernel lowers for CUDA through the Pallas Triton backend (no GPU needed): one
     Triton kernel, every primitive accepted, and the Triton IR passes MLIR's verifier
     (which checks, e.g., Triton's power-of-two tensor sizes). Also with steps unrolled
     in the inner loop and without the barrier. The kernel has run on an H100 (equal to
     the XLA VM: bench/pallas_probe.py, docs/vm.md)."""
-    from jax._src.pallas.triton import lowering  # internal: to see the Triton module
-
-    modules = []
-    lower = lowering.lower_jaxpr_to_triton_module
-
-    def keep(*a, **k):
-        res = lower(*a, **k)
-        modules.append(res.module)
-        return res
-
-    monkeypatch.setattr(lowering, "lower_jaxpr_to_triton_module", keep)
+    modules = triton_modules
     batch = hand.stack_programs([hand.sum_squares_program()] * 3)
     ifs = {}
     for options in (
