@@ -48,7 +48,7 @@ from jaxcc.arrays import I32, as_i32
 from jaxcc.errors import Error
 from jaxcc.limits import DEFAULT, Limits
 from jaxcc.tokens import Tokens
-from jaxcc.vm_pallas import _abstract_gpu, _block_size, _interpret_here
+from jaxcc.vm_pallas import _block_size, _interpret_here, cuda_text
 
 BLOCK = 128  # lanes per program instance (one thread per lane at 4 warps)
 
@@ -254,13 +254,7 @@ def lower_triton(tokens: Tokens, limits: Limits = DEFAULT, lex_error: Error | No
         P._parse_batch, tabs=P._tables(), limits=limits, steps_per_iter=P.STEPS_PER_ITER,
         backend="pallas", pallas_options=(("interpret", False),),
     )  # fmt: skip
-    export = jax.export.export(
-        jax.jit(fn),
-        platforms=["cuda"],
-        disabled_checks=[jax.export.DisabledSafetyCheck.custom_call("__gpu$xla.gpu.triton")],
-    )
-    with _abstract_gpu():
-        return export(tokens, lex_error).mlir_module()
+    return cuda_text(fn, tokens, lex_error)
 
 
 __all__ = ["BLOCK", "lower_triton", "parse_with_info", "run_automaton"]

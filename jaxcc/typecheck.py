@@ -313,26 +313,26 @@ def _loop_facts(f: _Facts, sc) -> _Loop:
     )  # fmt: skip
 
 
+def _assigned(t, var, value_child, store_rep, pbit, is_assign, is_aug, is_for):
+    """The mask each stored NAME's statement assigns (the reference's ``site_type``), in
+    t's dtype."""
+    val = gather(t, value_child, BOT)
+    cur = gather(var, store_rep, BOT)
+    aug = jnp.where(pbit, bitwise(cur, val), M_INT)
+    return jnp.select([is_assign, is_aug, is_for], [val, aug, M_INT], BOT).astype(t.dtype)
+
+
 def _site_type(f: _Facts, t, var):
-    """The mask each stored NAME's statement assigns (the reference's ``site_type``)."""
-    val = gather(t, f.value_child, BOT)
-    cur = gather(var, f.store_rep, BOT)
-    aug = jnp.where(f.pbit, bitwise(cur, val), M_INT)
-    pkind = f.pkind
-    return jnp.select(
-        [pkind == Node.ASSIGN, pkind == Node.AUG_ASSIGN, pkind == Node.FOR],
-        [val, aug, M_INT],
-        BOT,
-    ).astype(I32)
+    """``_assigned`` from the facts."""
+    k = f.pkind
+    return _assigned(t, var, f.value_child, f.store_rep, f.pbit,
+                     k == Node.ASSIGN, k == Node.AUG_ASSIGN, k == Node.FOR)  # fmt: skip
 
 
 def _loop_site_type(lp: _Loop, t, var):
-    """``_site_type`` on the loop's narrow columns."""
-    val = gather(t, lp.value_child, BOT)
-    cur = gather(var, lp.store_rep, BOT)
-    aug = jnp.where(lp.pbit, bitwise(cur, val), M_INT)
+    """``_assigned`` from the loop's narrow columns."""
     k = lp.site_kind
-    return jnp.select([k == 1, k == 2, k == 3], [val, aug, M_INT], BOT).astype(M8)
+    return _assigned(t, var, lp.value_child, lp.store_rep, lp.pbit, k == 1, k == 2, k == 3)
 
 
 def _round(lp: _Loop, state, seeds):

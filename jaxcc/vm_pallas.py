@@ -548,6 +548,12 @@ def lower_triton(program: isa.Program, limits: Limits = DEFAULT, **options) -> s
     b = np.shape(program.op)[0]
     args = (program, np.zeros(b, np.int32), np.zeros((b, 1), np.int32), np.zeros(b, np.int32))
     fn = functools.partial(run_batch, limits=limits, interpret=False, **options)
+    return cuda_text(fn, *args)
+
+
+def cuda_text(fn, *args) -> str:
+    """The StableHLO text of ``jax.jit(fn)(*args)`` exported for CUDA, with Pallas'
+    Triton kernels as custom calls (no GPU needed: ``_abstract_gpu``)."""
     export = jax.export.export(
         jax.jit(fn),
         platforms=["cuda"],
