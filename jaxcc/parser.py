@@ -622,7 +622,9 @@ def resolve_backend(backend: str) -> str:
     """A parser backend name: "auto" is "pallas" where JAX's default backend is a GPU,
     else "xla"; "xla" and "pallas" stay; any other name is an error."""
     if backend == "auto":
-        return "xla" if jax.default_backend() not in ("gpu", "cuda") else "pallas"
+        from jaxcc.vm_pallas import _interpret_here  # the VM's rule for "a GPU here"
+
+        return "xla" if _interpret_here() else "pallas"
     if backend not in BACKENDS:
         raise ValueError(f"parser backend must be auto or one of {BACKENDS}: {backend!r}")
     return backend
