@@ -1499,14 +1499,76 @@ def _chunk(chunk: int | None, n_bytes: int) -> int:
     return max(1, CHUNK_BYTES // n_bytes) if chunk is None else chunk
 
 
-def _lex_batched(source, length, tables, limits, chunk: int = 0):
+def _lex_batched(source, length, tables, limits, chunk: int = 0, widths: tuple = ()):
+    if widths:
+        return _lex_tiered(source, length, tables, limits, widths)
     return map_batch(lambda a: _lex_one(*a, tables, limits), (source, length), chunk)
 
 
-_lex_jit = jax.jit(_lex_batched, static_argnames=("limits", "chunk"))
+# Two widths. A program's tokens and error do not depend on how far past its length its
+# bytes are padded (tests/test_lexer.py checks it), so a program of at most N / 2 bytes
+# can be lexed as UInt8[N / 2]: the per-byte work, most of the lexer's, halves. With
+# tiers the batch is sorted by length and lexed twice: all of it at width N / 2 (those
+# longer come out wrong; skipped when fewer than a quarter of the programs fit), then,
+# from the long end of the sorted batch, LONG_CHUNK_BYTES // N programs at a time at
+# width N, as many chunks as cover the programs longer than N / 2 (a while loop: none
+# when all fit). The results go back in the batch's order. The second
+# width is a second copy of the lexer for XLA to compile, so tiers are used only for
+# large batches on a GPU (``tier_widths``).
+TIER_MIN_WIDTH = 128
+TIER_MIN_BATCH = 4096
+LONG_CHUNK_BYTES = 1 << 22  # bytes per chunk of long programs (fits in a GPU's L2)
 
 
-def lex(source, length, limits: Limits = DEFAULT, chunk: int | None = None) -> tuple[Tokens, Error]:
+def tier_widths(n_bytes: int, batch: int, tiers: bool | None = None) -> tuple[int, ...]:
+    """The widths ``lex`` lexes at, (N / 2, N), or () for one width: ``tiers`` None means
+    tiers on a GPU for a batch of at least TIER_MIN_BATCH."""
+    if tiers is None:
+        from jaxcc.vm_pallas import _interpret_here  # the VM's rule for "a GPU here"
+
+        tiers = batch >= TIER_MIN_BATCH and not _interpret_here()
+    if not tiers or n_bytes % 2 or n_bytes // 2 < TIER_MIN_WIDTH:
+        return ()
+    return (n_bytes // 2, n_bytes)
+
+
+def _lex_tiered(source, length, tables, limits, widths: tuple):
+    """``_lex_batched`` with the programs of at most ``widths[0]`` bytes lexed at that
+    width and the others at the full width (see TIER_MIN_WIDTH's comment)."""
+    B, N = source.shape
+    W = widths[0]
+    order = jnp.argsort(length, stable=True)
+    src, ln = source[order], length[order]
+    tw = (*tables[:3], *(t[:W] for t in tables[3:]))  # hash powers of W bytes
+    narrow = lambda: map_batch(lambda a: _lex_one(*a, tw, limits), (src[:, :W], ln),  # noqa: E731
+                               _chunk(None, W))  # fmt: skip
+    n_long = jnp.sum(ln > W)
+    # the narrow pass only when at least a quarter of the batch is short enough for it
+    zeros = lambda: jax.tree.map(lambda a: jnp.zeros(a.shape, a.dtype), jax.eval_shape(narrow))  # noqa: E731
+    use_narrow = 4 * (B - n_long) >= B
+    out = lax.cond(use_narrow, narrow, zeros)
+    m = min(B, max(1, LONG_CHUNK_BYTES // N))
+    n_iter = (jnp.where(use_narrow, n_long, B) + m - 1) // m  # without it: every program
+
+    def body(carry):
+        i, out = carry
+        s0 = jnp.maximum(B - (i + 1) * m, 0)  # within the batch; rows below are re-lexed
+        part = (lax.dynamic_slice_in_dim(src, s0, m), lax.dynamic_slice_in_dim(ln, s0, m))
+        res = jax.vmap(lambda a, n: _lex_one(a, n, tables, limits))(*part)
+        out = jax.tree.map(lambda o, r: lax.dynamic_update_slice_in_dim(o, r, s0, 0), out, res)
+        return i + 1, out
+
+    _, out = lax.while_loop(lambda c: c[0] < n_iter, body, (jnp.int32(0), out))
+    inv = jnp.zeros(B, I32).at[order].set(jnp.arange(B, dtype=I32))
+    return jax.tree.map(lambda x: x[inv], out)
+
+
+_lex_jit = jax.jit(_lex_batched, static_argnames=("limits", "chunk", "widths"))
+
+
+def lex(
+    source, length, limits: Limits = DEFAULT, chunk: int | None = None, tiers: bool | None = None
+) -> tuple[Tokens, Error]:
     """Tokens and the first error of each program.
 
     source: UInt8[B, N] (N = limits.max_source_bytes; bytes past length are ignored) or
@@ -1514,7 +1576,10 @@ def lex(source, length, limits: Limits = DEFAULT, chunk: int | None = None) -> t
     ``chunk`` (static): a batch of more than ``chunk`` programs is lexed ``chunk``
     programs at a time (``lax.map``), so its temporaries are ``chunk`` programs' (0: the
     whole batch at once; None: CHUNK_BYTES // N programs); the result is the same either
-    way. Raises ValueError for limits beyond what its error keys hold (``Limits.check``).
+    way (ignored with tiers). ``tiers`` (static): lex the programs of at most N / 2 bytes
+    at width N / 2 (``tier_widths``; None: on a GPU for a batch of at least
+    TIER_MIN_BATCH); the result is the same. Raises ValueError for limits beyond what its error keys hold
+    (``Limits.check``).
     """
     limits.check()
     source = jnp.asarray(source)
@@ -1522,8 +1587,10 @@ def lex(source, length, limits: Limits = DEFAULT, chunk: int | None = None) -> t
     if source.ndim == 1:
         toks, err = _lex_jit(source[None], length[None], dfa_tables(source.shape[-1]), limits)
         return jax.tree.map(lambda x: x[0], (toks, err))
-    chunk = _chunk(chunk, source.shape[-1])
-    return _lex_jit(source, length, dfa_tables(source.shape[-1]), limits, chunk)
+    B, N = source.shape
+    chunk = _chunk(chunk, N)
+    widths = tier_widths(N, B, tiers)
+    return _lex_jit(source, length, dfa_tables(N), limits, chunk, widths)
 
 
 def lex_front(source, length, limits: Limits = DEFAULT) -> _Front:

@@ -1,0 +1,181 @@
+"""GPU kernel time of the front end's stages by the Python function that issued it:
+
+    PYTHONPATH=. python bench/step_profile.py --out DIR [--size small] [--batch 65536]
+        [--stages lexer,middle:resolve_names]
+
+Every plain function of jaxcc's lexer and middle-end modules is wrapped in a
+``jax.named_scope`` of its own name before anything is traced (the same operations: a
+name scope only names them), each stage of ``bench/breakdown.stages`` is jitted alone on
+the previous stage's outputs, and a profiler trace of the chosen stages' calls gives
+each GPU kernel's time. A kernel is attributed through its HLO instruction (the trace
+names ``x_fusion_2`` what the HLO names ``x_fusion.2``) to the named scopes in its
+``op_name``: per stage, the time under each outermost scope (the step, e.g. the lexer's
+``_dfa_tokens``) and under each innermost one. Writes ``DIR/steps.json`` and prints a
+table per stage. Needs a GPU (the CPU's profiler records no kernels).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import functools
+import importlib
+import inspect
+import json
+import os
+import re
+import sys
+
+import jax
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+from breakdown import stages  # noqa: E402
+from middle_passes import encoded  # noqa: E402
+from trace_kernels import kernels  # noqa: E402
+
+MODULES = ("jaxcc.lexer", "jaxcc.resolve", "jaxcc.typecheck", "jaxcc.codegen")
+
+
+def wrap_modules(modules=MODULES) -> set[str]:
+    """Put every plain function of ``modules`` under a named scope of its name; returns
+    the names (module-qualified names are not needed: they do not repeat)."""
+    names = set()
+    for m in map(importlib.import_module, modules):
+        for name, f in list(vars(m).items()):
+            if inspect.isfunction(f) and f.__module__ == m.__name__:
+
+                @functools.wraps(f)
+                def w(*a, _f=f, _n=name, **k):
+                    with jax.named_scope(_n):
+                        return _f(*a, **k)
+
+                setattr(m, name, w)
+                names.add(name)
+    return names
+
+
+_INSTR = re.compile(r"^\s*(?:ROOT\s+)?%?([\w.\-]+)\s*=.*?(?:calls=%?([\w.\-]+))?.*?$")
+_OPNAME = re.compile(r'op_name="([^"]*)"')
+
+
+def op_names(hlo: str) -> dict[str, list[str]]:
+    """Each instruction's op_names, by its name with '.' as '_' (the trace's spelling): a
+    fusion's own metadata, else those of the computation it calls."""
+    comp_ops: dict[str, list[str]] = collections.defaultdict(list)
+    own: dict[str, list[str]] = {}
+    calls: dict[str, str] = {}
+    comp = None
+    for line in hlo.splitlines():
+        head = re.match(r"^(?:ENTRY\s+)?%?([\w.\-]+)\s.*\{\s*$", line)
+        if head and "=" not in line.split("{")[0]:
+            comp = head.group(1)
+            continue
+        m = _INSTR.match(line)
+        if not m or "=" not in line:
+            continue
+        ops = _OPNAME.findall(line)
+        if comp:
+            comp_ops[comp] += ops
+        c = re.search(r"calls=%?([\w.\-]+)", line)
+        own[m.group(1)] = ops
+        if c:
+            calls[m.group(1)] = c.group(1)
+    out = {}
+    for name, ops in own.items():
+        if not ops and name in calls:
+            ops = comp_ops.get(calls[name], [])
+        out[name.replace(".", "_")] = ops
+    return out
+
+
+def scopes(op: str, names: set[str]) -> list[str]:
+    """The wrapped functions' names on an op_name's path, outermost first."""
+    parts = re.split(r"[/()]", op)
+    return [p for p in parts if p in names]
+
+
+ENTRY = {"lex", "_lex_batched", "_lex_tiered", "_lex_one", "lex_front", "lex_back",
+         "_lex_front", "_lex_back", "resolve_names", "infer_types", "emit_code"}  # fmt: skip
+
+
+def _below_entry(path: list[str]) -> list[str]:
+    i = 0
+    while i < len(path) - 1 and path[i] in ENTRY:
+        i += 1
+    return path[i:]
+
+
+def attribute(times: dict, calls: dict, ops: dict, names: set[str], n_calls: int) -> dict:
+    outer: dict[str, float] = collections.Counter()
+    inner: dict[str, float] = collections.Counter()
+    launches: dict[str, int] = collections.Counter()
+    unknown = []
+    kpaths = {k: [p for p in (scopes(o, names) for o in ops.get(k, [])) if p] for k in times}
+    # the step: the first scope below the stage's entry functions (lex, _lex_one, ...)
+    kpaths = {k: [_below_entry(p) for p in ps] for k, ps in kpaths.items()}
+    for k, us in times.items():
+        paths = kpaths[k]
+        if not paths:
+            unknown.append((k, us / n_calls / 1e3))
+            key_o = key_i = "(none)"
+        else:
+            # the most common outermost / innermost scope among the kernel's ops
+            key_o = collections.Counter(p[0] for p in paths).most_common(1)[0][0]
+            key_i = collections.Counter(p[-1] for p in paths).most_common(1)[0][0]
+        outer[key_o] += us / n_calls / 1e3
+        inner[key_i] += us / n_calls / 1e3
+        launches[key_o] += calls[k] // n_calls
+    r = lambda d: sorted(((k, round(v, 4)) for k, v in d.items()), key=lambda x: -x[1])  # noqa: E731
+    return {
+        "total_ms": round(sum(times.values()) / n_calls / 1e3, 3),
+        "outer": r(outer),
+        "inner": r(inner),
+        "launches": dict(launches),
+        "unattributed": sorted(unknown, key=lambda x: -x[1])[:20],
+    }
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("--out", required=True)
+    p.add_argument("--size", default="small")
+    p.add_argument("--batch", type=int, default=65536)
+    p.add_argument("--stages", default="lexer,middle:resolve_names,middle:infer_types,"
+                                        "middle:emit_code")  # fmt: skip
+    p.add_argument("--calls", type=int, default=3)
+    ns = p.parse_args(argv)
+    os.makedirs(ns.out, exist_ok=True)
+    names = wrap_modules()
+    want = ns.stages.split(",")
+    lim, src, length = encoded(ns.size, ns.batch, n=512)
+    carry = jax.device_put({"source": src, "length": length})  # no host copies timed
+    result = {"device": jax.devices()[0].device_kind, "size": ns.size, "batch": ns.batch}
+    for st in stages(lim):
+        if not all(k in carry for k in st.inputs):
+            break  # the VM's stages need test cases: the front end only
+        args = tuple(carry[k] for k in st.inputs)
+        comp = jax.jit(st.fn).lower(*args).compile()
+        out = jax.block_until_ready(comp(*args))
+        if st.name in want:
+            d = os.path.join(ns.out, "trace_" + st.name.replace(":", "_"))
+            with jax.profiler.trace(d, create_perfetto_trace=True):
+                for _ in range(ns.calls):
+                    jax.block_until_ready(comp(*args))
+            times, calls, _ = kernels(d)
+            res = attribute(times, calls, op_names(comp.as_text()), names, ns.calls)
+            result[st.name] = res
+            print(f"== {st.name}: {res['total_ms']} ms of kernels per call", flush=True)
+            for k, v in res["outer"][:25]:
+                print(f"  {v:8.3f} ms  {res['launches'].get(k, 0):5d} launches  {k}")
+            print("  innermost:", res["inner"][:15])
+            print("  unattributed:", res["unattributed"][:8], flush=True)
+        for k, v in out.items():
+            carry[k] = carry[k]._replace(**v) if isinstance(v, dict) and k in carry else v
+    with open(os.path.join(ns.out, "steps.json"), "w") as f:
+        json.dump(result, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
