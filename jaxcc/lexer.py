@@ -1501,20 +1501,21 @@ def _chunk(chunk: int | None, n_bytes: int) -> int:
 
 def _lex_batched(source, length, tables, limits, chunk: int = 0, widths: tuple = ()):
     if widths:
-        return _lex_tiered(source, length, tables, limits, widths)
+        return _lex_tiered(source, length, tables, limits, chunk, widths)
     return map_batch(lambda a: _lex_one(*a, tables, limits), (source, length), chunk)
 
 
 # Two widths. A program's tokens and error do not depend on how far past its length its
 # bytes are padded (tests/test_lexer.py checks it), so a program of at most N / 2 bytes
 # can be lexed as UInt8[N / 2]: the per-byte work, most of the lexer's, halves. With
-# tiers the batch is sorted by length and lexed twice: all of it at width N / 2 (those
-# longer come out wrong; skipped when fewer than a quarter of the programs fit), then,
-# from the long end of the sorted batch, LONG_CHUNK_BYTES // N programs at a time at
-# width N, as many chunks as cover the programs longer than N / 2 (a while loop: none
-# when all fit). The results go back in the batch's order. The second
-# width is a second copy of the lexer for XLA to compile, so tiers are used only for
-# large batches on a GPU (``tier_widths``).
+# tiers the batch is sorted by length and, when at least a quarter of it fits N / 2,
+# lexed twice: all of it at width N / 2 (those longer come out wrong), then, from the
+# long end of the sorted batch, LONG_CHUNK_BYTES // N programs at a time at width N, as
+# many chunks as cover the programs longer than N / 2 (a while loop: none when all
+# fit); otherwise at width N as without tiers. The results go back in the batch's
+# order. The narrow width and the chunks of long programs are two more copies of the
+# lexer for XLA to compile, so tiers are used only for large batches on a GPU
+# (``tier_widths``).
 TIER_MIN_WIDTH = 128
 TIER_MIN_BATCH = 4096
 LONG_CHUNK_BYTES = 1 << 22  # bytes per chunk of long programs (fits in a GPU's L2)
@@ -1532,33 +1533,37 @@ def tier_widths(n_bytes: int, batch: int, tiers: bool | None = None) -> tuple[in
     return (n_bytes // 2, n_bytes)
 
 
-def _lex_tiered(source, length, tables, limits, widths: tuple):
+def _lex_tiered(source, length, tables, limits, chunk: int, widths: tuple):
     """``_lex_batched`` with the programs of at most ``widths[0]`` bytes lexed at that
     width and the others at the full width (see TIER_MIN_WIDTH's comment)."""
     B, N = source.shape
     W = widths[0]
     order = jnp.argsort(length, stable=True)
     src, ln = source[order], length[order]
-    tw = (*tables[:3], *(t[:W] for t in tables[3:]))  # hash powers of W bytes
-    narrow = lambda: map_batch(lambda a: _lex_one(*a, tw, limits), (src[:, :W], ln),  # noqa: E731
-                               _chunk(None, W))  # fmt: skip
     n_long = jnp.sum(ln > W)
-    # the narrow pass only when at least a quarter of the batch is short enough for it
-    zeros = lambda: jax.tree.map(lambda a: jnp.zeros(a.shape, a.dtype), jax.eval_shape(narrow))  # noqa: E731
-    use_narrow = 4 * (B - n_long) >= B
-    out = lax.cond(use_narrow, narrow, zeros)
     m = min(B, max(1, LONG_CHUNK_BYTES // N))
-    n_iter = (jnp.where(use_narrow, n_long, B) + m - 1) // m  # without it: every program
 
-    def body(carry):
-        i, out = carry
-        s0 = jnp.maximum(B - (i + 1) * m, 0)  # within the batch; rows below are re-lexed
-        part = (lax.dynamic_slice_in_dim(src, s0, m), lax.dynamic_slice_in_dim(ln, s0, m))
-        res = jax.vmap(lambda a, n: _lex_one(a, n, tables, limits))(*part)
-        out = jax.tree.map(lambda o, r: lax.dynamic_update_slice_in_dim(o, r, s0, 0), out, res)
-        return i + 1, out
+    def two_widths():
+        tw = (*tables[:3], *(t[:W] for t in tables[3:]))  # hash powers of W bytes
+        out = map_batch(lambda a: _lex_one(*a, tw, limits), (src[:, :W], ln), _chunk(None, W))
 
-    _, out = lax.while_loop(lambda c: c[0] < n_iter, body, (jnp.int32(0), out))
+        def body(carry):
+            i, out = carry
+            s0 = jnp.maximum(B - (i + 1) * m, 0)  # within the batch; rows below: re-lexed
+            part = (lax.dynamic_slice_in_dim(src, s0, m), lax.dynamic_slice_in_dim(ln, s0, m))
+            res = jax.vmap(lambda a, n: _lex_one(a, n, tables, limits))(*part)
+            put = lambda o, r: lax.dynamic_update_slice_in_dim(o, r, s0, 0)  # noqa: E731
+            return i + 1, jax.tree.map(put, out, res)
+
+        n_iter = (n_long + m - 1) // m
+        return lax.while_loop(lambda c: c[0] < n_iter, body, (jnp.int32(0), out))[1]
+
+    def one_width():  # as without tiers (on the sorted batch)
+        return map_batch(lambda a: _lex_one(*a, tables, limits), (src, ln), chunk)
+
+    # two widths only when at least a quarter of the batch fits the narrow one (in chunks
+    # of m programs a batch of long programs was 18% slower than one width, large corpus)
+    out = lax.cond(4 * (B - n_long) >= B, two_widths, one_width)
     inv = jnp.zeros(B, I32).at[order].set(jnp.arange(B, dtype=I32))
     return jax.tree.map(lambda x: x[inv], out)
 
@@ -1576,7 +1581,7 @@ def lex(
     ``chunk`` (static): a batch of more than ``chunk`` programs is lexed ``chunk``
     programs at a time (``lax.map``), so its temporaries are ``chunk`` programs' (0: the
     whole batch at once; None: CHUNK_BYTES // N programs); the result is the same either
-    way (ignored with tiers). ``tiers`` (static): lex the programs of at most N / 2 bytes
+    way. ``tiers`` (static): lex the programs of at most N / 2 bytes
     at width N / 2 (``tier_widths``; None: on a GPU for a batch of at least
     TIER_MIN_BATCH); the result is the same. Raises ValueError for limits beyond what its error keys hold
     (``Limits.check``).

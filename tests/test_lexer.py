@@ -477,7 +477,7 @@ def test_width_tiers_equal_one_width(monkeypatch):
     want = lexer.lex(src, length, LIM, tiers=False)
     assert (np.asarray(want[1].code) != Code.OK).sum() >= 20  # the errors took part
     monkeypatch.setattr(lexer, "LONG_CHUNK_BYTES", 7 * N)  # chunks of 7 long programs
-    # all of them, then (fewer than a quarter short: no narrow pass) the long ones and
+    # all of them, then (fewer than a quarter short: one width) the long ones and
     # a few short ones
     long = np.flatnonzero(length > N // 2)
     few = np.flatnonzero(length <= N // 2)[: len(long) // 4]
