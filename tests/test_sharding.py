@@ -41,7 +41,7 @@ def _child(name: str) -> subprocess.CompletedProcess:
     )
 
 
-@pytest.mark.parametrize("name", ["toy", "vm", "pipeline", "parser_pallas"])
+@pytest.mark.parametrize("name", ["toy", "vm", "pipeline", "parser_pallas", "lexer_tiers"])
 def test_sharded_equals_one_device(name):
     proc = _child(name)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -205,6 +205,30 @@ def child_parser_pallas():
     codes = [int(c) for c in jax.device_get(one[1].code)]
     assert codes[:5] == [0] * 5 and all(c != 0 for c in codes[5:]), codes
     print("OK parser_pallas")
+
+
+def child_lexer_tiers():
+    """The lexer at two widths (``tiers=True``) in each device's block equals the one-width
+    lexer on one device: each block sorts and chooses its widths on its own (blocks of
+    short programs, of long ones only, and mixed)."""
+    jax = _setup()
+    import functools
+
+    from bench import corpus
+    from jaxcc import lexer, sharding
+
+    limits = corpus.LIMITS["small"]  # N = 512: programs longer than 256 bytes are long
+    short = [p["source"] for p in corpus.generate(seed=3, size="small", n=6, with_tests=False)]
+    long = ["x = 1\n" * 50, "y = (1 +\n" + "  2 +\n" * 60 + "  3)\n", "z = 0x\n" + "#" * 300,
+            "w" * 600, "if x:\n" + "    v = 1\n" * 40]  # fmt: skip
+    sources = short[:3] + long[:3] + [long[3]] + short[3:5] + [long[4], short[5], ""]
+    src, length = lexer.encode(sources, limits)  # 12 programs: 3 per device
+    one = lexer.lex(src, length, limits, tiers=False)
+    many = sharding.sharded(functools.partial(lexer.lex, limits=limits, tiers=True))(src, length)
+    _same(many, one)
+    codes = [int(c) for c in jax.device_get(one[1].code)]
+    assert sum(c != 0 for c in codes) >= 2 and codes[:3] == [0] * 3, codes
+    print("OK lexer_tiers")
 
 
 if __name__ == "__main__" and len(sys.argv) == 3 and sys.argv[1] == "--child":
