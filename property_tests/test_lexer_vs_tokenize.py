@@ -25,10 +25,10 @@ SCALE = 10 if os.environ.get("JAXCC_SLOW") == "1" else 1
 SETTINGS = dict(deadline=None, suppress_health_check=list(HealthCheck))
 
 
-def lex_batch(sources: list[bytes]):
+def lex_batch(sources: list[bytes], tiers: bool | None = None):
     chunk = list(sources) + [b""] * (B - len(sources))
     src, n = lexer.encode(chunk, LIM)
-    toks, err = lexer.lex(src, n, LIM)
+    toks, err = lexer.lex(src, n, LIM, tiers=tiers)
     toks = jax.tree.map(np.asarray, toks)
     err = [np.asarray(e) for e in err]
     return [
@@ -90,6 +90,18 @@ def test_programs_match_tokenize(srcs, tabs):
         srcs = [with_tabs(s) for s in srcs]
     data = [s.encode() for s in srcs]
     for d, (toks, err) in zip(data, lex_batch(data), strict=True):
+        check_against_host(d, toks, err)
+        check_printed(d, toks, err)
+
+
+@settings(max_examples=8 * SCALE, **SETTINGS)
+@given(st.lists(st.tuples(programs().filter(fits), st.integers(0, 420)), min_size=1, max_size=B))
+def test_two_widths_match_tokenize(progs):
+    """The lexer at two widths (``tiers=True``: what a GPU runs for large batches) on
+    batches that mix programs of at most N / 2 bytes with longer ones (a program and a
+    comment line of up to 420 bytes after it; past N bytes: the source-length error)."""
+    data = [(s + "#" * k + "\n" if k else s).encode() for s, k in progs]
+    for d, (toks, err) in zip(data, lex_batch(data, tiers=True), strict=True):
         check_against_host(d, toks, err)
         check_printed(d, toks, err)
 
