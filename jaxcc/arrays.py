@@ -31,6 +31,47 @@ def map_batch(f, xs, chunk: int):
     return jax.vmap(f)(xs)
 
 
+def by_width(one_narrow, one_wide, xs, size, width: int, cut, chunks: tuple[int, int, int]):
+    """``map_batch(one_wide, xs, chunk)``, with the programs of ``size <= width`` run
+    narrower: for stages whose result for a program does not depend on how far its arrays
+    are padded past its size (the lexer's bytes, the middle end's nodes; each stage's
+    tests check it). ``cut(xs)``: the batch cut to ``width``; ``one_narrow`` runs one
+    program of it. ``chunks``: (narrow, wide, chunk) programs per chunk.
+
+    The batch is sorted by size. When at least a quarter of it fits ``width``: all of it
+    through ``one_narrow`` (those too large come out wrong), then, from the large end,
+    ``wide`` programs at a time through ``one_wide`` until every program larger than
+    ``width`` is covered (a while loop; a chunk that reaches back over small programs
+    redoes them, the same result); otherwise all of it through ``one_wide`` in chunks of
+    ``chunk`` (a ``lax.cond``: one branch runs). The results go back in the batch's
+    order, so each program's result is what ``one_wide`` gives it."""
+    narrow, wide, chunk = chunks
+    B = size.shape[0]
+    order = jnp.argsort(size, stable=True)
+    xs = jax.tree.map(lambda x: x[order], xs)
+    n_large = jnp.sum(size[order] > width)
+    m = min(B, max(1, wide))
+
+    def two_widths():
+        out = map_batch(one_narrow, cut(xs), narrow)
+
+        def body(carry):
+            i, out = carry
+            s0 = jnp.maximum(B - (i + 1) * m, 0)  # within the batch; rows below: redone
+            res = jax.vmap(one_wide)(
+                jax.tree.map(lambda x: jax.lax.dynamic_slice_in_dim(x, s0, m), xs)
+            )
+            put = lambda o, r: jax.lax.dynamic_update_slice_in_dim(o, r, s0, 0)  # noqa: E731
+            return i + 1, jax.tree.map(put, out, res)
+
+        n_iter = (n_large + m - 1) // m
+        return jax.lax.while_loop(lambda c: c[0] < n_iter, body, (jnp.int32(0), out))[1]
+
+    out = jax.lax.cond(4 * (B - n_large) >= B, two_widths, lambda: map_batch(one_wide, xs, chunk))
+    inv = jnp.zeros(B, I32).at[order].set(jnp.arange(B, dtype=I32))
+    return jax.tree.map(lambda x: x[inv], out)
+
+
 def as_i32(x):
     """``x`` as an int32 array."""
     return jnp.asarray(x, I32)

@@ -22,7 +22,7 @@ import numpy as np
 from jax import lax
 
 from jaxcc import lexer_tables as LT
-from jaxcc.arrays import I32, gather, index, map_batch, set_at, set_rows
+from jaxcc.arrays import I32, by_width, gather, index, map_batch, set_at, set_rows
 from jaxcc.errors import (
     INT_MAX_STR_DIGITS,
     MAX_INDENT_LEVEL,
@@ -1536,36 +1536,19 @@ def tier_widths(n_bytes: int, batch: int, tiers: bool | None = None) -> tuple[in
 def _lex_tiered(source, length, tables, limits, chunk: int, widths: tuple):
     """``_lex_batched`` with the programs of at most ``widths[0]`` bytes lexed at that
     width and the others at the full width (see TIER_MIN_WIDTH's comment)."""
-    B, N = source.shape
-    W = widths[0]
-    order = jnp.argsort(length, stable=True)
-    src, ln = source[order], length[order]
-    n_long = jnp.sum(ln > W)
-    m = min(B, max(1, LONG_CHUNK_BYTES // N))
-
-    def two_widths():
-        tw = (*tables[:3], *(t[:W] for t in tables[3:]))  # hash powers of W bytes
-        out = map_batch(lambda a: _lex_one(*a, tw, limits), (src[:, :W], ln), _chunk(None, W))
-
-        def body(carry):
-            i, out = carry
-            s0 = jnp.maximum(B - (i + 1) * m, 0)  # within the batch; rows below: re-lexed
-            part = (lax.dynamic_slice_in_dim(src, s0, m), lax.dynamic_slice_in_dim(ln, s0, m))
-            res = jax.vmap(lambda a, n: _lex_one(a, n, tables, limits))(*part)
-            put = lambda o, r: lax.dynamic_update_slice_in_dim(o, r, s0, 0)  # noqa: E731
-            return i + 1, jax.tree.map(put, out, res)
-
-        n_iter = (n_long + m - 1) // m
-        return lax.while_loop(lambda c: c[0] < n_iter, body, (jnp.int32(0), out))[1]
-
-    def one_width():  # as without tiers (on the sorted batch)
-        return map_batch(lambda a: _lex_one(*a, tables, limits), (src, ln), chunk)
-
-    # two widths only when at least a quarter of the batch fits the narrow one (in chunks
-    # of m programs a batch of long programs was 18% slower than one width, large corpus)
-    out = lax.cond(4 * (B - n_long) >= B, two_widths, one_width)
-    inv = jnp.zeros(B, I32).at[order].set(jnp.arange(B, dtype=I32))
-    return jax.tree.map(lambda x: x[inv], out)
+    N, W = source.shape[-1], widths[0]
+    tw = (*tables[:3], *(t[:W] for t in tables[3:]))  # hash powers of W bytes
+    return by_width(
+        lambda a: _lex_one(*a, tw, limits),
+        lambda a: _lex_one(*a, tables, limits),
+        (source, length),
+        length,
+        W,
+        lambda a: (a[0][:, :W], a[1]),
+        # in chunks of LONG_CHUNK_BYTES a batch of long programs only was 18% slower than
+        # one width (large corpus), hence by_width's one-width branch
+        (_chunk(None, W), LONG_CHUNK_BYTES // N, chunk),
+    )
 
 
 _lex_jit = jax.jit(_lex_batched, static_argnames=("limits", "chunk", "widths"))

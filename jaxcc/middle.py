@@ -117,19 +117,42 @@ def run_passes(st: State, limits: Limits, names: tuple[str, ...] | None = None,
     return one(st) if jnp.ndim(st.ast.kind) != 2 else arrays.map_batch(one, st, chunk)
 
 
-def middle_end(ast, tokens, limits: Limits, error: Error | None = None, chunk: int = CHUNK):
+def middle_end(ast, tokens, limits: Limits, error: Error | None = None, chunk: int = CHUNK,
+               tiers: bool | None = None):  # fmt: skip
     """Compile a batch (leading axis B) or one program's flat AST to bytecode.
 
     ``middle_end_debug`` without its debug arrays (XLA drops their computation).
     """
-    program, error, _ = middle_end_debug(ast, tokens, limits, error, chunk)
+    program, error, _ = middle_end_debug(ast, tokens, limits, error, chunk, tiers)
     return program, error
 
 
+# Two widths, as the lexer's (docs/lexer.md "Two widths"): a program's Program, Error and
+# Debug do not depend on how far its AST is padded past n_nodes (tests/test_middle_end.py
+# checks it), so with ``tiers`` the programs of at most N / 2 nodes go through the passes
+# at width N / 2 (``arrays.by_width``; the small corpus has at most 43 nodes of N = 128,
+# the medium 99% at most 128 of 256). ``tiers=None`` follows AUTO_TIERS, off until
+# timed on a GPU (then: on a GPU for batches of at least lexer.TIER_MIN_BATCH, as the
+# lexer's).
+TIER_MIN_NODES = 32
+AUTO_TIERS = False
+
+
+def _tiers(tiers: bool | None, batch: int) -> bool:
+    if tiers is not None:
+        return tiers
+    from jaxcc.lexer import TIER_MIN_BATCH
+    from jaxcc.vm_pallas import _interpret_here  # the VM's rule for "a GPU here"
+
+    return AUTO_TIERS and batch >= TIER_MIN_BATCH and not _interpret_here()
+
+
 def middle_end_debug(ast, tokens, limits: Limits, error: Error | None = None,
-                     chunk: int = CHUNK):  # fmt: skip
+                     chunk: int = CHUNK, tiers: bool | None = None):  # fmt: skip
     """Compile a batch (leading axis B) or one program's flat AST to bytecode:
-    (Program, Error, debuginfo.Debug). ``chunk``: as ``run_passes``'.
+    (Program, Error, debuginfo.Debug). ``chunk``: as ``run_passes``'. ``tiers`` (static):
+    a batch's programs of at most N / 2 nodes go through the passes at width N / 2
+    (``arrays.by_width``; None: ``AUTO_TIERS``' rule); the same result.
 
     ``tokens`` is accepted for the pipeline's uniformity (positions are in the Ast).
     ``error``: the lexer/parser's Error for each program; a program that has one keeps
@@ -137,4 +160,13 @@ def middle_end_debug(ast, tokens, limits: Limits, error: Error | None = None,
     """
     del tokens
     limits.check()  # the passes order errors by 64 * node + sub in int32
-    return outcome(run_passes(initial_state(ast, error), limits, chunk=chunk))
+    N = ast.kind.shape[-1]
+    batched = jnp.ndim(ast.kind) == 2
+    if not batched or not _tiers(tiers, ast.kind.shape[0]) or N % 2 or N // 2 < TIER_MIN_NODES:
+        return outcome(run_passes(initial_state(ast, error), limits, chunk=chunk))
+    st = initial_state(ast, error)
+    one = lambda s: outcome(run_passes(s, limits))  # noqa: E731  (one program)
+    W = N // 2
+    cut = lambda s: s._replace(ast=type(s.ast)(*(x[:, :W] if x.ndim == 2 else x for x in s.ast)))  # noqa: E731
+    chunks = (2 * chunk, chunk // 4, chunk) if chunk else (0, ast.kind.shape[0], 0)
+    return arrays.by_width(one, one, st, st.ast.n_nodes, W, cut, chunks)

@@ -410,3 +410,33 @@ def test_error_choice_is_the_smallest_key_candidate_node(data):
         assert bool(ok) == bool(brute)
         if brute:
             assert (int(which), int(j)) == min(brute)[1:]
+
+
+def test_two_widths_equal_one_width():
+    """``middle_end_debug(..., tiers=True)`` (programs of at most N / 2 nodes through the
+    passes at width N / 2, the others at N; ``arrays.by_width``) gives exactly the
+    one-width Program, Error and Debug: every error class of CASES, programs of more than
+    N / 2 nodes (several chunks of them, the last reaching back over small ones), and a
+    batch with too few small programs for the narrow width."""
+    from jaxcc import middle
+
+    N = LIMITS.max_nodes
+    large = ["x = 1 + 1 + 1\n" * k for k in range(19, 31)]
+    large += ["def f(a: int) -> int:\n" + "    a = a + 1 * 2\n" * k + "    return a\nprint(f(1))\n"
+              for k in range(14, 20)]  # fmt: skip
+    f = jax.jit(middle.middle_end_debug, static_argnames=("limits", "chunk", "tiers"))
+    B = 24
+    large.append("x = 1 + 1 + 1\n" * 31)
+    for sources in (CASES[:18] + large[:6], large + CASES[-5:]):  # 5 of 24 small: one width
+        assert len(sources) == B
+        ast, _, err = flatten_many(sources, LIMITS)
+        n = np.asarray(ast.n_nodes)
+        assert (n > N // 2).sum() >= 6 and (n <= N).all(), n
+        want = f(ast, None, LIMITS, err, chunk=8, tiers=False)
+        got = f(ast, None, LIMITS, err, chunk=8, tiers=True)  # chunks of 2 large programs
+        for a, b in zip(jax.tree.leaves(want), jax.tree.leaves(got), strict=True):
+            assert a.dtype == b.dtype
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    assert (np.asarray(want[1].code) != Code.OK).sum() >= 1
+    ast, _, err = flatten_many(CASES[:18] + large[:6], LIMITS)
+    assert (np.asarray(f(ast, None, LIMITS, err, chunk=8, tiers=True)[1].code) != 0).sum() >= 5
