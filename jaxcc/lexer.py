@@ -1564,9 +1564,9 @@ def lex(
     ``chunk`` (static): a batch of more than ``chunk`` programs is lexed ``chunk``
     programs at a time (``lax.map``), so its temporaries are ``chunk`` programs' (0: the
     whole batch at once; None: CHUNK_BYTES // N programs); the result is the same either
-    way. ``tiers`` (static): lex the programs of at most N / 2 bytes
-    at width N / 2 (``tier_widths``; None: on a GPU for a batch of at least
-    TIER_MIN_BATCH); the result is the same. Raises ValueError for limits beyond what its error keys hold
+    way. ``tiers`` (static): lex the programs of at most N / 2 bytes at width N / 2
+    (``tier_widths``; None: on a GPU for a batch of at least TIER_MIN_BATCH); the result
+    is the same. Raises ValueError for limits beyond what its error keys hold
     (``Limits.check``).
     """
     limits.check()
