@@ -55,7 +55,7 @@ def wrap_modules(modules=MODULES) -> set[str]:
     return names
 
 
-_INSTR = re.compile(r"^\s*(?:ROOT\s+)?%?([\w.\-]+)\s*=.*?(?:calls=%?([\w.\-]+))?.*?$")
+_INSTR = re.compile(r"^\s*(?:ROOT\s+)?%?([\w.\-]+)\s*=")
 _OPNAME = re.compile(r'op_name="([^"]*)"')
 
 
