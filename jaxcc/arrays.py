@@ -50,24 +50,23 @@ def by_width(one_narrow, one_wide, xs, size, width: int, cut, chunks: tuple[int,
     order = jnp.argsort(size, stable=True)
     xs = jax.tree.map(lambda x: x[order], xs)
     n_large = jnp.sum(size[order] > width)
+    two = 4 * (B - n_large) >= B
     m = min(B, max(1, wide))
+    out = jax.lax.cond(
+        two, lambda: map_batch(one_narrow, cut(xs), narrow), lambda: map_batch(one_wide, xs, chunk)
+    )
 
-    def two_widths():
-        out = map_batch(one_narrow, cut(xs), narrow)
+    # the chunks of large programs after the cond, not in its branch: the structure the
+    # lexer's two widths were timed with on the GPU (docs/lexer.md, "Two widths")
+    def body(carry):
+        i, out = carry
+        s0 = jnp.maximum(B - (i + 1) * m, 0)  # within the batch; rows below: redone
+        res = jax.vmap(one_wide)(jax.tree.map(lambda x: jax.lax.dynamic_slice_in_dim(x, s0, m), xs))
+        put = lambda o, r: jax.lax.dynamic_update_slice_in_dim(o, r, s0, 0)  # noqa: E731
+        return i + 1, jax.tree.map(put, out, res)
 
-        def body(carry):
-            i, out = carry
-            s0 = jnp.maximum(B - (i + 1) * m, 0)  # within the batch; rows below: redone
-            res = jax.vmap(one_wide)(
-                jax.tree.map(lambda x: jax.lax.dynamic_slice_in_dim(x, s0, m), xs)
-            )
-            put = lambda o, r: jax.lax.dynamic_update_slice_in_dim(o, r, s0, 0)  # noqa: E731
-            return i + 1, jax.tree.map(put, out, res)
-
-        n_iter = (n_large + m - 1) // m
-        return jax.lax.while_loop(lambda c: c[0] < n_iter, body, (jnp.int32(0), out))[1]
-
-    out = jax.lax.cond(4 * (B - n_large) >= B, two_widths, lambda: map_batch(one_wide, xs, chunk))
+    n_iter = jnp.where(two, (n_large + m - 1) // m, 0)
+    out = jax.lax.while_loop(lambda c: c[0] < n_iter, body, (jnp.int32(0), out))[1]
     inv = jnp.zeros(B, I32).at[order].set(jnp.arange(B, dtype=I32))
     return jax.tree.map(lambda x: x[inv], out)
 
