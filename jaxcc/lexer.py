@@ -1521,14 +1521,19 @@ TIER_MIN_BATCH = 4096
 LONG_CHUNK_BYTES = 1 << 22  # bytes per chunk of long programs (fits in a GPU's L2)
 
 
-def tier_widths(n_bytes: int, batch: int, tiers: bool | None = None) -> tuple[int, ...]:
-    """The widths ``lex`` lexes at, (N / 2, N), or () for one width: ``tiers`` None means
-    tiers on a GPU for a batch of at least TIER_MIN_BATCH."""
-    if tiers is None:
-        from jaxcc.vm_pallas import _interpret_here  # the VM's rule for "a GPU here"
+def use_tiers(tiers: bool | None, batch: int) -> bool:
+    """``tiers``, or for None: a GPU here and a batch of at least TIER_MIN_BATCH (the rule
+    the middle end's two widths follow too)."""
+    if tiers is not None:
+        return tiers
+    from jaxcc.vm_pallas import _interpret_here  # the VM's rule for "a GPU here"
 
-        tiers = batch >= TIER_MIN_BATCH and not _interpret_here()
-    if not tiers or n_bytes % 2 or n_bytes // 2 < TIER_MIN_WIDTH:
+    return batch >= TIER_MIN_BATCH and not _interpret_here()
+
+
+def tier_widths(n_bytes: int, batch: int, tiers: bool | None = None) -> tuple[int, ...]:
+    """The widths ``lex`` lexes at, (N / 2, N), or () for one width (``use_tiers``)."""
+    if not use_tiers(tiers, batch) or n_bytes % 2 or n_bytes // 2 < TIER_MIN_WIDTH:
         return ()
     return (n_bytes // 2, n_bytes)
 

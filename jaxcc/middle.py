@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 import jax.numpy as jnp
 
-from jaxcc import arrays, debuginfo, isa
+from jaxcc import arrays, debuginfo, isa, lexer
 from jaxcc.codegen import emit_code
 from jaxcc.errors import Code, Error
 from jaxcc.limits import Limits
@@ -132,19 +132,9 @@ def middle_end(ast, tokens, limits: Limits, error: Error | None = None, chunk: i
 # checks it), so with ``tiers`` the programs of at most N / 2 nodes go through the passes
 # at width N / 2 (``arrays.by_width``; the small corpus has at most 43 nodes of N = 128,
 # the medium 99% at most 128 of 256). ``tiers=None`` follows AUTO_TIERS, off until
-# timed on a GPU (then: on a GPU for batches of at least lexer.TIER_MIN_BATCH, as the
-# lexer's).
+# timed on a GPU (then: ``lexer.use_tiers``' rule, as the lexer's).
 TIER_MIN_NODES = 32
 AUTO_TIERS = False
-
-
-def _tiers(tiers: bool | None, batch: int) -> bool:
-    if tiers is not None:
-        return tiers
-    from jaxcc.lexer import TIER_MIN_BATCH
-    from jaxcc.vm_pallas import _interpret_here  # the VM's rule for "a GPU here"
-
-    return AUTO_TIERS and batch >= TIER_MIN_BATCH and not _interpret_here()
 
 
 def middle_end_debug(ast, tokens, limits: Limits, error: Error | None = None,
@@ -160,11 +150,12 @@ def middle_end_debug(ast, tokens, limits: Limits, error: Error | None = None,
     """
     del tokens
     limits.check()  # the passes order errors by 64 * node + sub in int32
-    N = ast.kind.shape[-1]
-    batched = jnp.ndim(ast.kind) == 2
-    if not batched or not _tiers(tiers, ast.kind.shape[0]) or N % 2 or N // 2 < TIER_MIN_NODES:
-        return outcome(run_passes(initial_state(ast, error), limits, chunk=chunk))
     st = initial_state(ast, error)
+    N = ast.kind.shape[-1]
+    if tiers is None:
+        tiers = AUTO_TIERS and lexer.use_tiers(None, ast.kind.shape[0])
+    if jnp.ndim(ast.kind) != 2 or not tiers or N % 2 or N // 2 < TIER_MIN_NODES:
+        return outcome(run_passes(st, limits, chunk=chunk))
     one = lambda s: outcome(run_passes(s, limits))  # noqa: E731  (one program)
     W = N // 2
     cut = lambda s: s._replace(ast=type(s.ast)(*(x[:, :W] if x.ndim == 2 else x for x in s.ast)))  # noqa: E731
