@@ -90,8 +90,7 @@ def main(argv=None) -> int:
             compiled = jax.jit(st.fn).lower(*args).compile()
             cs = time.perf_counter() - t0
             r, ms, mn = _time(compiled, args, 7)
-            for k, v in r.items():
-                carry[k] = carry[k]._replace(**v) if isinstance(v, dict) else v
+            breakdown.carry_forward(carry, r)
             out[st.name] = {"ms": ms, "min_ms": mn, "compile_s": round(cs, 1),
                             "KB": _kb(compiled, b)}  # fmt: skip
         ev = carry["evaluation"]

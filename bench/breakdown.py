@@ -189,6 +189,14 @@ class _Bound:
         return self.jitted(*args, **self.kw)
 
 
+def carry_forward(carry: dict, out: dict) -> None:
+    """Put a stage's outputs into ``carry`` (the next stages' inputs): a dict of fields
+    updates the NamedTuple of that name (a middle-end pass's State), anything else is
+    set."""
+    for k, v in out.items():
+        carry[k] = carry[k]._replace(**v) if isinstance(v, dict) and k in carry else v
+
+
 def whole_loop(limits, optimize: bool = False) -> _Bound:
     """pipeline.evaluate (source, length, cases) -> Evaluation at these limits."""
     from jaxcc import pipeline
@@ -275,8 +283,7 @@ def run_size(ctx, size: str, b: int, measure, inputs, optimize: bool = False) ->
     for st in stages(lim, optimize):
         args_ = tuple(carry[k] for k in st.inputs)
         m = measure(jax.jit(st.fn), args_, tctx)
-        for k, v in m["out"].items():
-            carry[k] = carry[k]._replace(**v) if isinstance(v, dict) else v
+        carry_forward(carry, m["out"])
         if getattr(ctx.args, "trace", None):  # the stage's heaviest GPU kernels
             from bench.trace_kernels import trace_top
 

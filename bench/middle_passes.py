@@ -21,7 +21,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(__file__))
 
 import corpus as C  # noqa: E402
-from breakdown import _pass_stage, memory  # noqa: E402
+from breakdown import _pass_stage, carry_forward, memory  # noqa: E402
 
 from jaxcc import lexer, middle, parser  # noqa: E402
 
@@ -70,8 +70,7 @@ def main(argv=None) -> int:
         per = {k: round(v / ns.batch) for k, v in m.items() if v is not None}
         print(f"{st.name}: {1e3 * float(np.median(times)):.2f} ms, compile {compile_s:.1f} s, "
               f"bytes per program {per}", flush=True)  # fmt: skip
-        for k, v in out.items():
-            carry[k] = carry[k]._replace(**v) if isinstance(v, dict) and k in carry else v
+        carry_forward(carry, out)
     result = jax.tree.map(np.asarray, (carry["program"], carry["error"]))
     if ns.save:
         with open(ns.save, "wb") as f:

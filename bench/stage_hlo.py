@@ -14,7 +14,7 @@ import jax
 
 sys.path.insert(0, os.path.dirname(__file__))
 
-from breakdown import stages  # noqa: E402
+from breakdown import carry_forward, stages  # noqa: E402
 from middle_passes import encoded  # noqa: E402
 
 
@@ -36,8 +36,7 @@ def main(argv=None) -> int:
         with open(path, "w") as f:
             f.write(comp.as_text())
         print(st.name, os.path.getsize(path), "bytes of HLO", flush=True)
-        for k, v in comp(*args).items():
-            carry[k] = carry[k]._replace(**v) if isinstance(v, dict) and k in carry else v
+        carry_forward(carry, comp(*args))
     return 0
 
 

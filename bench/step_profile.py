@@ -30,7 +30,7 @@ import jax
 
 sys.path.insert(0, os.path.dirname(__file__))
 
-from breakdown import stages  # noqa: E402
+from breakdown import carry_forward, stages  # noqa: E402
 from middle_passes import encoded  # noqa: E402
 from trace_kernels import kernels  # noqa: E402
 
@@ -170,8 +170,7 @@ def main(argv=None) -> int:
                 print(f"  {v:8.3f} ms  {res['launches'].get(k, 0):5d} launches  {k}")
             print("  innermost:", res["inner"][:15])
             print("  unattributed:", res["unattributed"][:8], flush=True)
-        for k, v in out.items():
-            carry[k] = carry[k]._replace(**v) if isinstance(v, dict) and k in carry else v
+        carry_forward(carry, out)
     with open(os.path.join(ns.out, "steps.json"), "w") as f:
         json.dump(result, f, indent=1)
     return 0
