@@ -131,10 +131,11 @@ def middle_end(ast, tokens, limits: Limits, error: Error | None = None, chunk: i
 # Debug do not depend on how far its AST is padded past n_nodes (tests/test_middle_end.py
 # checks it), so with ``tiers`` the programs of at most N / 2 nodes go through the passes
 # at width N / 2 (``arrays.by_width``; the small corpus has at most 43 nodes of N = 128,
-# the medium 99% at most 128 of 256). ``tiers=None`` follows AUTO_TIERS, off until
-# timed on a GPU (then: ``lexer.use_tiers``' rule, as the lexer's).
+# the medium 99% at most 128 of 256). ``tiers=None`` follows AUTO_TIERS and
+# ``lexer.use_tiers``' rule, as the lexer's: on an H200 it took 19-24% off the whole loop
+# (docs/middle_end.md "Two widths"), for 18-22 s more cold compile.
 TIER_MIN_NODES = 32
-AUTO_TIERS = False
+AUTO_TIERS = True
 
 
 def middle_end_debug(ast, tokens, limits: Limits, error: Error | None = None,
