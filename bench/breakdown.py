@@ -45,6 +45,7 @@ PEAK_BANDWIDTH = (
 )
 
 LOOP = "whole loop"  # the stage name of the pipeline.evaluate row
+MIDDLE = "middle end"  # middle.middle_end as one call (not in the sum of stages)
 SUM = "sum of stages"
 
 
@@ -151,6 +152,10 @@ def stages(limits, optimize: bool = False) -> list[Stage]:
         ast, err = parser.parse(tokens, limits, lex_error=lex_error)
         return {"ast": ast, "parse_error": err}
 
+    def middle_end(ast, parse_error):  # the three passes as the loop calls them
+        program, error = middle.middle_end(ast, None, limits, parse_error)
+        return {MIDDLE: (program, error)}
+
     def optimizer(program):  # compiler.compile_arrays(optimize=True)'s stage
         return {"program": opt.optimize(program, limits, *opt.level(optimize))}
 
@@ -166,6 +171,10 @@ def stages(limits, optimize: bool = False) -> list[Stage]:
         Stage("parser", ("tokens", "lex_error"), parse, True),
     ]
     out += [_pass_stage(i, limits) for i in range(len(middle.PASSES))]
+    # the middle end as one call, as compiler.compile_arrays makes it: on a GPU for a
+    # large batch at two widths (docs/middle_end.md), which the passes one by one are not;
+    # its own row, not in the sum (the passes above are), its output checked equal to theirs
+    out.append(Stage(MIDDLE, ("ast", "parse_error"), middle_end, False))
     if optimize:
         out.append(Stage("optimize", ("program",), optimizer, True))
     out += [
@@ -328,6 +337,9 @@ def run_size(ctx, size: str, b: int, measure, inputs, optimize: bool = False) ->
     if not equal:
         raise AssertionError(f"breakdown {size} batch {b}: the stages' Evaluation differs "
                              "from pipeline.evaluate's")  # fmt: skip
+    if not same(carry[MIDDLE], (carry["program"], carry["error"])):
+        raise AssertionError(f"breakdown {size} batch {b}: middle.middle_end differs from "
+                             "its passes run one by one")  # fmt: skip
     return {"carry": carry, "loop": loop_out, "want": want}
 
 
