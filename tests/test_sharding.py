@@ -41,7 +41,9 @@ def _child(name: str) -> subprocess.CompletedProcess:
     )
 
 
-@pytest.mark.parametrize("name", ["toy", "vm", "pipeline", "parser_pallas", "lexer_tiers"])
+@pytest.mark.parametrize(
+    "name", ["toy", "vm", "pipeline", "parser_pallas", "lexer_tiers", "middle_tiers"]
+)
 def test_sharded_equals_one_device(name):
     proc = _child(name)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -229,6 +231,34 @@ def child_lexer_tiers():
     codes = [int(c) for c in jax.device_get(one[1].code)]
     assert sum(c != 0 for c in codes) >= 2 and codes[:3] == [0] * 3, codes
     print("OK lexer_tiers")
+
+
+def child_middle_tiers():
+    """The middle end at two widths (``tiers=True``, on by default on a GPU for large
+    batches) in each device's block equals the one-width middle end on one device: each
+    block sorts and chooses its widths on its own (a block of small programs, one of large
+    ones only, and mixed; a lexical error among them)."""
+    jax = _setup()
+
+    from bench import corpus
+    from jaxcc import lexer, middle, parser, sharding
+
+    limits = corpus.LIMITS["small"]  # 128 nodes: programs of more than 64 are large
+    small = [p["source"] for p in corpus.generate(seed=4, size="small", n=6, with_tests=False)]
+    large = ["x = 1 + 1 + 1\n" * k for k in (10, 12, 15, 11, 13)]  # 71-106 nodes
+    sources = small[:3] + large[:3] + [large[3]] + small[3:5] + [large[4], small[5], "x = $\n"]
+    src, length = lexer.encode(sources, limits)  # 12 programs: 3 per device
+    tokens, err = lexer.lex(src, length, limits)
+    ast, err = parser.parse(tokens, limits, err)
+    n = [int(x) for x in jax.device_get(ast.n_nodes)]
+    assert sum(x > 64 for x in n) == 5 and max(n) <= 128, n
+    one = middle.middle_end(ast, None, limits, err, tiers=False)
+    two = sharding.sharded(lambda a, e: middle.middle_end(a, None, limits, e, tiers=True))
+    many = two(ast, err)
+    _same(many, one)
+    codes = [int(c) for c in jax.device_get(one[1].code)]
+    assert codes[-1] != 0 and codes[:3] == [0] * 3, codes
+    print("OK middle_tiers")
 
 
 if __name__ == "__main__" and len(sys.argv) == 3 and sys.argv[1] == "--child":
