@@ -43,8 +43,8 @@ SETTINGS = settings(
 
 
 @functools.cache
-def _jitted():
-    return jax.jit(lambda ast, err: middle_end(ast, None, LIMITS, err))
+def _jitted(tiers: bool = False):
+    return jax.jit(lambda ast, err: middle_end(ast, None, LIMITS, err, tiers=tiers))
 
 
 def _row(tree, b):
@@ -55,12 +55,12 @@ def _err(e):
     return tuple(int(x) for x in (e.code, e.line, e.col, e.detail))
 
 
-def check_batch(sources):
-    """Compile ``sources`` (<= BATCH) with the middle end; compare each with the
-    reference. Returns how many were compared."""
+def check_batch(sources, tiers: bool = False):
+    """Compile ``sources`` (<= BATCH) with the middle end (``tiers``: as ``middle_end``'s);
+    compare each with the reference. Returns how many were compared."""
     chunk = list(sources) + [""] * (BATCH - len(sources))
     ast, _, ferr = flatten_many(chunk, LIMITS)
-    progs, errs = jax.tree.map(np.asarray, _jitted()(ast, ferr))
+    progs, errs = jax.tree.map(np.asarray, _jitted(tiers)(ast, ferr))
     compared = 0
     for b, src in enumerate(sources):
         if int(ferr.code[b]) != Code.OK:  # over the small test limits, or a parser error
@@ -97,6 +97,26 @@ def test_programs(sources):
 @given(st.lists(near_misses().map(lambda x: x[0]), min_size=1, max_size=BATCH))
 def test_near_misses(sources):
     check_batch(sources)
+
+
+@SETTINGS
+@given(
+    st.lists(
+        st.one_of(
+            programs(max_functions=3, fuel=2, max_statements=3),
+            near_misses().map(lambda x: x[0]),
+        ),
+        min_size=1,
+        max_size=BATCH,
+    )
+)
+def test_two_widths(sources):
+    """The middle end at two widths (``tiers=True``: on a GPU the default for a large batch;
+    the programs of at most N / 2 nodes through the passes at width N / 2, the batch sorted
+    by size and put back) against the reference, as above. The generated programs are
+    mostly small, so the narrow width runs; tests/test_middle_end.py's two-width test
+    covers the larger programs' chunks at N."""
+    check_batch(sources, tiers=True)
 
 
 def test_generated_programs_mostly_fit_the_test_limits():
