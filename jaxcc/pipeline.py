@@ -65,12 +65,12 @@ class Evaluation(NamedTuple):
 @functools.partial(
     jax.jit,
     static_argnames=("limits", "optimize", "passes", "max_rounds", "backend", "shrink",
-                     "shrink_by"),
+                     "shrink_by", "tiers"),
 )  # fmt: skip
 def evaluate(source, length, cases: Cases, limits: Limits = DEFAULT, optimize: int = False,
              passes: tuple | None = None, max_rounds: int | None = None,
              backend: str = "auto", shrink: int | None = None,
-             shrink_by: int = SHRINK_BY) -> Evaluation:  # fmt: skip
+             shrink_by: int = SHRINK_BY, tiers: bool | None = None) -> Evaluation:  # fmt: skip
     """Compile every program and run every (program, case) pair; verdicts per program.
 
     source: UInt8[B, N] (N = limits.max_source_bytes), length: Int32[B].
@@ -86,6 +86,10 @@ def evaluate(source, length, cases: Cases, limits: Limits = DEFAULT, optimize: i
     times by ``shrink_by`` as its lanes stop (vm.run_tests); None: once (``SHRINK_BY``)
     for a batch of at least SHRINK_MIN_LANES (program, case) lanes, else never. The same
     results either way.
+    ``tiers`` (static): the lexer's and the middle end's two widths, as
+    compiler.compile_arrays' (None: on a GPU for a batch of at least 4,096 programs;
+    False saves 18-22 s of cold compile for a shape run only a few times). The same
+    results either way.
     Equivalent sequential Python::
 
         for b in range(B):
@@ -96,7 +100,7 @@ def evaluate(source, length, cases: Cases, limits: Limits = DEFAULT, optimize: i
                           WRONG_ANSWER if any(r.value != expected for r in results) else PASS)
     """
     program, error, _ = compiler.compile_arrays(
-        source, length, limits, optimize, passes, max_rounds
+        source, length, limits, optimize, passes, max_rounds, tiers
     )
     _, per_case = run_cases(program, error, cases, limits, backend, shrink, shrink_by)
     return _judge(program, error, per_case, cases)

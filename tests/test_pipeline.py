@@ -443,6 +443,33 @@ def test_chunked_front_and_middle_equal_compile_arrays():
     assert {Code.OK, Code.LIMIT} < {int(c) for c in err.code}  # and other errors
 
 
+def test_evaluate_at_two_widths_equals_one_width():
+    """``evaluate(tiers=True)`` (the lexer's and the middle end's two widths: the default on
+    a GPU for a batch of at least 4,096 programs) gives the same Evaluation, field by
+    field, as one width (the CPU's default): the fixed and hostile programs, with
+    programs of more than N / 2 bytes (LONG) and of more than N / 2 nodes (DEEP) for the
+    full width."""
+    tests = fixed_in_batch()[2][: B - 8] + [(s, 1, [([3], 3)]) for s in LONG[:4] + DEEP[-4:]]
+    source, length = lexer.encode([t[0] for t in tests], LIMITS)
+    tokens, err = lexer.lex(source, length, LIMITS)
+    n_nodes = np.asarray(parser.parse(tokens, LIMITS, err)[0].n_nodes)
+    assert (length[-8:-4] > LIMITS.max_source_bytes // 2).all()
+    assert (n_nodes[-4:] > LIMITS.max_nodes // 2).all(), n_nodes[-4:]
+    want = evaluate(tests)
+    got = evaluate(tests, functools.partial(pipeline.evaluate, limits=LIMITS, tiers=True))
+    for a, b in zip(jax.tree.leaves(want), jax.tree.leaves(got), strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert {Verdict.PASS, Verdict.COMPILE_ERROR} <= {int(v) for v in want.verdict}
+    # and tiers reached both stages: each adds a lax.cond (one width or two) to the trace
+    cases = pipeline.make_cases([(e, cs) for _, e, cs in tests], n_args=A, n_cases=K)
+
+    def conds(tiers):
+        f = functools.partial(pipeline.evaluate, limits=LIMITS, tiers=tiers)
+        return str(jax.make_jaxpr(f)(source, length, cases)).count(" cond[")
+
+    assert conds(True) == conds(False) + 2
+
+
 def test_fast_compile_options_unknown_to_this_xla_are_dropped(monkeypatch):
     """An XLA without one of CPU_FAST_COMPILE's options (jax 0.11's XLA:CPU has no
     xla_cpu_use_fusion_emitters) fails every compile that names it: cpu_fast_compile
