@@ -131,11 +131,10 @@ def middle_end(ast, tokens, limits: Limits, error: Error | None = None, chunk: i
 # Debug do not depend on how far its AST is padded past n_nodes (tests/test_middle_end.py
 # checks it), so with ``tiers`` the programs of at most N / 2 nodes go through the passes
 # at width N / 2 (``arrays.by_width``; the small corpus has at most 43 nodes of N = 128,
-# the medium 99% at most 128 of 256). ``tiers=None`` follows AUTO_TIERS and
-# ``lexer.use_tiers``' rule, as the lexer's: on an H200 it took 19-24% off the whole loop
-# (docs/middle_end.md "Two widths"), for 18-22 s more cold compile.
+# the medium 99% at most 128 of 256). ``tiers=None`` follows ``lexer.use_tiers``' rule,
+# as the lexer's: on an H200 it took 19-24% off the whole loop (docs/middle_end.md "Two
+# widths"), for 18-22 s more cold compile.
 TIER_MIN_NODES = 32
-AUTO_TIERS = True
 
 
 def middle_end_debug(ast, tokens, limits: Limits, error: Error | None = None,
@@ -143,7 +142,7 @@ def middle_end_debug(ast, tokens, limits: Limits, error: Error | None = None,
     """Compile a batch (leading axis B) or one program's flat AST to bytecode:
     (Program, Error, debuginfo.Debug). ``chunk``: as ``run_passes``'. ``tiers`` (static):
     a batch's programs of at most N / 2 nodes go through the passes at width N / 2
-    (``arrays.by_width``; None: ``AUTO_TIERS``' rule); the same result.
+    (``arrays.by_width``; None: ``lexer.use_tiers``' rule); the same result.
 
     ``tokens`` is accepted for the pipeline's uniformity (positions are in the Ast).
     ``error``: the lexer/parser's Error for each program; a program that has one keeps
@@ -153,9 +152,12 @@ def middle_end_debug(ast, tokens, limits: Limits, error: Error | None = None,
     limits.check()  # the passes order errors by 64 * node + sub in int32
     st = initial_state(ast, error)
     N = ast.kind.shape[-1]
-    if tiers is None:
-        tiers = AUTO_TIERS and lexer.use_tiers(None, ast.kind.shape[0])
-    if jnp.ndim(ast.kind) != 2 or not tiers or N % 2 or N // 2 < TIER_MIN_NODES:
+    if (
+        jnp.ndim(ast.kind) != 2
+        or not lexer.use_tiers(tiers, ast.kind.shape[0])
+        or N % 2
+        or N // 2 < TIER_MIN_NODES
+    ):
         return outcome(run_passes(st, limits, chunk=chunk))
     one = lambda s: outcome(run_passes(s, limits))  # noqa: E731  (one program)
     W = N // 2
