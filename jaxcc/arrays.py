@@ -31,42 +31,61 @@ def map_batch(f, xs, chunk: int):
     return jax.vmap(f)(xs)
 
 
-def by_width(one_narrow, one_wide, xs, size, width: int, cut, chunks: tuple[int, int, int]):
-    """``map_batch(one_wide, xs, chunk)``, with the programs of ``size <= width`` run
-    narrower: for stages whose result for a program does not depend on how far its arrays
-    are padded past its size (the lexer's bytes, the middle end's nodes; each stage's
-    tests check it). ``cut(xs)``: the batch cut to ``width``; ``one_narrow`` runs one
-    program of it. ``chunks``: (narrow, wide, chunk) programs per chunk.
+def width_plan(size, full: int, widths: tuple[int, ...], m: int):
+    """``by_width``'s plan for programs of sizes ``size`` (Int32[B]): (k, n_loop), a pass
+    over all of them at ``widths[k]`` then ``n_loop`` chunks of ``m`` at ``full``, or k =
+    len(widths) and no chunks for the full width alone: the plan of fewest padded
+    elements (w * B + n_loop * m * full against full * B; ties: the narrower)."""
+    B = size.shape[0]
+    n_over = jnp.stack([jnp.sum(size > w) for w in widths])  # too large for each width
+    n_iter = (n_over + m - 1) // m
+    # in float32: w * B overflows int32 for large batches; every plan gives the same
+    # result, so rounding could only pick a slower one
+    cost = jnp.stack([w * B + n_iter[i].astype(jnp.float32) * (m * full)
+                      for i, w in enumerate(widths)] + [jnp.float32(full * B)])  # fmt: skip
+    k = jnp.argmin(cost).astype(I32)
+    return k, jnp.where(k < len(widths), n_iter[jnp.minimum(k, len(widths) - 1)], 0)
 
-    The batch is sorted by size. When at least a quarter of it fits ``width``: all of it
-    through ``one_narrow`` (those too large come out wrong), then, from the large end,
-    ``wide`` programs at a time through ``one_wide`` until every program larger than
-    ``width`` is covered (a while loop; a chunk that reaches back over small programs
-    redoes them, the same result); otherwise all of it through ``one_wide`` in chunks of
-    ``chunk`` (a ``lax.cond``: one branch runs). The results go back in the batch's
-    order, so each program's result is what ``one_wide`` gives it."""
+
+def by_width(one_at, xs, size, full: int, widths: tuple[int, ...], cut, chunks):
+    """``map_batch(one_at(full), xs, chunk)``, with the programs that fit a narrower width
+    run at it: for stages whose result for a program does not depend on how far its arrays
+    are padded past its size (the lexer's bytes, the middle end's nodes; each stage's
+    tests check it). ``full``: the batch's width; ``widths``: the narrower ones to choose
+    from (ascending); ``one_at(w)``: runs one program at width w; ``cut(xs, w)``: the batch
+    cut to width w. ``chunks``: (narrow, wide, chunk): ``narrow(w)`` programs per chunk of
+    a pass at width w, ``wide`` per chunk of the large programs, ``chunk`` per chunk of a
+    pass at the full width.
+
+    The batch is sorted by size. Each plan's cost is counted in padded elements: width w
+    costs w * B for the whole batch plus, from the large end, whole chunks of ``wide``
+    programs at the full width until every program larger than w is covered; the full
+    width alone costs full * B. The cheapest plan runs (a ``lax.switch``: one branch;
+    ties go to the narrower width): all of the batch through ``one_at(w)`` (those too
+    large come out wrong), then the large programs ``wide`` at a time through
+    ``one_at(full)`` (a while loop; a chunk that reaches back over small programs redoes
+    them, the same result). The results go back in the batch's order, so each program's
+    result is what ``one_at(full)`` gives it."""
     narrow, wide, chunk = chunks
     B = size.shape[0]
     order = jnp.argsort(size, stable=True)
     xs = jax.tree.map(lambda x: x[order], xs)
-    n_large = jnp.sum(size[order] > width)
-    two = 4 * (B - n_large) >= B
     m = min(B, max(1, wide))
-    out = jax.lax.cond(
-        two, lambda: map_batch(one_narrow, cut(xs), narrow), lambda: map_batch(one_wide, xs, chunk)
-    )
+    k, n_loop = width_plan(size, full, widths, m)
+    passes = [lambda w=w: map_batch(one_at(w), cut(xs, w), narrow(w)) for w in widths]
+    out = jax.lax.switch(k, [*passes, lambda: map_batch(one_at(full), xs, chunk)])
 
-    # the chunks of large programs after the cond, not in its branch: the structure the
-    # lexer's two widths were timed with on the GPU (docs/lexer.md, "Two widths")
+    # the chunks of large programs after the switch, not in its branches: the structure
+    # the lexer's two widths were timed with on the GPU (docs/lexer.md, "Two widths")
     def body(carry):
         i, out = carry
         s0 = jnp.maximum(B - (i + 1) * m, 0)  # within the batch; rows below: redone
-        res = jax.vmap(one_wide)(jax.tree.map(lambda x: jax.lax.dynamic_slice_in_dim(x, s0, m), xs))
+        one = one_at(full)
+        res = jax.vmap(one)(jax.tree.map(lambda x: jax.lax.dynamic_slice_in_dim(x, s0, m), xs))
         put = lambda o, r: jax.lax.dynamic_update_slice_in_dim(o, r, s0, 0)  # noqa: E731
         return i + 1, jax.tree.map(put, out, res)
 
-    n_iter = jnp.where(two, (n_large + m - 1) // m, 0)
-    out = jax.lax.while_loop(lambda c: c[0] < n_iter, body, (jnp.int32(0), out))[1]
+    out = jax.lax.while_loop(lambda c: c[0] < n_loop, body, (jnp.int32(0), out))[1]
     inv = jnp.zeros(B, I32).at[order].set(jnp.arange(B, dtype=I32))
     return jax.tree.map(lambda x: x[inv], out)
 

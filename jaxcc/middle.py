@@ -129,9 +129,9 @@ def middle_end(ast, tokens, limits: Limits, error: Error | None = None, chunk: i
 
 # Two widths, as the lexer's (docs/lexer.md "Two widths"): a program's Program, Error and
 # Debug do not depend on how far its AST is padded past n_nodes (tests/test_middle_end.py
-# checks it), so with ``tiers`` the programs of at most N / 2 nodes go through the passes
-# at width N / 2 (``arrays.by_width``; the small corpus has at most 43 nodes of N = 128,
-# the medium 99% at most 128 of 256). ``tiers=None`` follows ``lexer.use_tiers``' rule,
+# checks it), so with ``tiers`` the programs that fit 3 N / 8 or N / 2 nodes (the cheaper
+# in nodes passed: ``arrays.by_width``) go through the passes at that width (the small
+# corpus has at most 43 nodes of N = 128, the medium 99% at most 128 of 256). ``tiers=None`` follows ``lexer.use_tiers``' rule,
 # as the lexer's: on an H200 it took 19-24% off the whole loop (docs/middle_end.md "Two
 # widths"), for 18-22 s more cold compile.
 TIER_MIN_NODES = 32
@@ -141,8 +141,9 @@ def middle_end_debug(ast, tokens, limits: Limits, error: Error | None = None,
                      chunk: int = CHUNK, tiers: bool | None = None):  # fmt: skip
     """Compile a batch (leading axis B) or one program's flat AST to bytecode:
     (Program, Error, debuginfo.Debug). ``chunk``: as ``run_passes``'. ``tiers`` (static):
-    a batch's programs of at most N / 2 nodes go through the passes at width N / 2
-    (``arrays.by_width``; None: ``lexer.use_tiers``' rule); the same result.
+    a batch's programs that fit a narrower width (3 N / 8 or N / 2, the cheaper) go through
+    the passes at it (``arrays.by_width``; None: ``lexer.use_tiers``' rule); the same
+    result.
 
     ``tokens`` is accepted for the pipeline's uniformity (positions are in the Ast).
     ``error``: the lexer/parser's Error for each program; a program that has one keeps
@@ -152,15 +153,11 @@ def middle_end_debug(ast, tokens, limits: Limits, error: Error | None = None,
     limits.check()  # the passes order errors by 64 * node + sub in int32
     st = initial_state(ast, error)
     N = ast.kind.shape[-1]
-    if (
-        jnp.ndim(ast.kind) != 2
-        or not lexer.use_tiers(tiers, ast.kind.shape[0])
-        or N % 2
-        or N // 2 < TIER_MIN_NODES
-    ):
+    widths = lexer.narrow_widths(N, TIER_MIN_NODES)  # 3 N / 8 and N / 2, as the lexer's
+    if jnp.ndim(ast.kind) != 2 or not lexer.use_tiers(tiers, ast.kind.shape[0]) or not widths:
         return outcome(run_passes(st, limits, chunk=chunk))
-    one = lambda s: outcome(run_passes(s, limits))  # noqa: E731  (one program)
-    W = N // 2
-    cut = lambda s: s._replace(ast=type(s.ast)(*(x[:, :W] if x.ndim == 2 else x for x in s.ast)))  # noqa: E731
-    chunks = (2 * chunk, chunk // 4, chunk) if chunk else (0, ast.kind.shape[0], 0)
-    return arrays.by_width(one, one, st, st.ast.n_nodes, W, cut, chunks)
+    one = lambda w: lambda s: outcome(run_passes(s, limits))  # noqa: E731  (one program)
+    cut = lambda s, w: s._replace(ast=type(s.ast)(*(x[:, :w] if x.ndim == 2 else x for x in s.ast)))  # noqa: E731
+    narrow = (lambda w: 2 * chunk) if chunk else (lambda w: 0)
+    chunks = (narrow, chunk // 4, chunk) if chunk else (narrow, ast.kind.shape[0], 0)
+    return arrays.by_width(one, st, st.ast.n_nodes, N, widths, cut, chunks)

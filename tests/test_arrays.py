@@ -9,6 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from jaxcc import arrays
 from jaxcc.arrays import add_at, gather, index, max_at, min_at, set_at, set_rows, take_rows
 
 
@@ -156,3 +157,51 @@ def test_scatter_ops_equal_jnp(op):
     z = jnp.zeros((4, 3), jnp.int32)
     far = jnp.array([[3, 4], [5, 2**30], [3, 7], [4, 3]], jnp.int32)
     np.testing.assert_array_equal(jax.vmap(f)(z, far, jnp.full((4, 2), 5, jnp.int32)), z)
+
+
+def _toy(w):
+    """One program of a toy stage at width w: the sum of its values before its size (of
+    those within w: a program larger than w comes out wrong), and w (which pass wrote
+    the row). Like the stages, it ignores what lies past the size."""
+
+    def one(a):
+        vals, size = a
+        return jnp.sum(jnp.where(jnp.arange(vals.shape[0]) < size, vals, 0)), jnp.int32(w)
+
+    return one
+
+
+@pytest.mark.parametrize(
+    "sizes, plan",
+    [
+        ([3] * 30 + [5] * 2, 0),  # all fit 4 but two: the narrowest, one chunk of 4 at 8
+        ([3] * 20 + [6] * 12, 1),  # many over 4, all within 6: width 6
+        ([3] * 4 + [7] * 28, 2),  # most over 6: the full width alone
+        ([0] * 32, 0),
+    ],
+)
+def test_by_width_runs_the_cheapest_plan(sizes, plan):
+    """``by_width`` gives every program the full width's result whichever plan runs, and
+    runs the one ``width_plan`` names: the narrowest width that pays (each row says which
+    pass wrote it), the large programs redone at the full width."""
+    rng = np.random.default_rng(len(sizes) + plan)
+    size = jnp.asarray(rng.permutation(np.array(sizes, np.int32)))
+    B, full, widths, wide = size.shape[0], 8, (4, 6), 4
+    vals = rng.integers(1, 100, (B, full)).astype(np.int32)
+    vals[np.arange(full)[None, :] >= np.asarray(size)[:, None]] = 1000  # past each size
+    xs = (jnp.asarray(vals), size)
+    k, n_loop = arrays.width_plan(size, full, widths, min(B, wide))
+    assert int(k) == plan
+    out, at = arrays.by_width(
+        _toy, xs, size, full, widths, lambda a, w: (a[0][:, :w], a[1]),
+        (lambda w: 0, wide, 0),
+    )  # fmt: skip
+    want = np.where(np.arange(full)[None, :] < np.asarray(size)[:, None], vals, 0).sum(1)
+    np.testing.assert_array_equal(np.asarray(out), want)
+    w = (*widths, full)[plan]
+    at = np.asarray(at)
+    assert ((at == w) | (at == full)).all()
+    assert (at[np.asarray(size) > w] == full).all()  # redone at the full width
+    # the chunks of large programs: n_loop of `wide`, from the large end
+    assert int(n_loop) == (-(-int((np.asarray(size) > w).sum()) // wide) if plan < 2 else 0)
+    assert (at == full).sum() == (B if plan == 2 else min(B, int(n_loop) * wide))
