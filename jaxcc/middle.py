@@ -131,9 +131,10 @@ def middle_end(ast, tokens, limits: Limits, error: Error | None = None, chunk: i
 # Debug do not depend on how far its AST is padded past n_nodes (tests/test_middle_end.py
 # checks it), so with ``tiers`` the programs that fit 3 N / 8 or N / 2 nodes (the cheaper
 # in nodes passed: ``arrays.by_width``) go through the passes at that width (the small
-# corpus has at most 43 nodes of N = 128, the medium 99% at most 128 of 256). ``tiers=None`` follows ``lexer.use_tiers``' rule,
-# as the lexer's: on an H200 it took 19-24% off the whole loop (docs/middle_end.md "Two
-# widths"), for 18-22 s more cold compile.
+# corpus has at most 43 nodes of N = 128, the medium 99% at most 128 of 256).
+# ``tiers=None`` follows ``lexer.use_tiers``' rule, as the lexer's: on an H200 N / 2 took
+# 19-24% off the whole loop and 3 N / 8 (with the lexer's) 27% more off the small one
+# (docs/middle_end.md "Two widths"), each width for more cold compile.
 TIER_MIN_NODES = 32
 
 

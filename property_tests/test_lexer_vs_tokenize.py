@@ -97,9 +97,10 @@ def test_programs_match_tokenize(srcs, tabs):
 @settings(max_examples=8 * SCALE, **SETTINGS)
 @given(st.lists(st.tuples(programs().filter(fits), st.integers(0, 420)), min_size=1, max_size=B))
 def test_two_widths_match_tokenize(progs):
-    """The lexer at two widths (``tiers=True``: what a GPU runs for large batches) on
-    batches that mix programs of at most N / 2 bytes with longer ones (a program and a
-    comment line of up to 420 bytes after it; past N bytes: the source-length error)."""
+    """The lexer with tiers (``tiers=True``: what a GPU runs for large batches; the plan of
+    fewest padded bytes among 3 N / 8, N / 2 and N, whichever the batch makes cheapest) on
+    batches that mix short programs with longer ones (a program and a comment line of up
+    to 420 bytes after it; past N bytes: the source-length error)."""
     data = [(s + "#" * k + "\n" if k else s).encode() for s, k in progs]
     for d, (toks, err) in zip(data, lex_batch(data, tiers=True), strict=True):
         check_against_host(d, toks, err)

@@ -111,11 +111,11 @@ def test_near_misses(sources):
     )
 )
 def test_two_widths(sources):
-    """The middle end at two widths (``tiers=True``: on a GPU the default for a large batch;
-    the programs of at most N / 2 nodes through the passes at width N / 2, the batch sorted
-    by size and put back) against the reference, as above. The generated programs are
-    mostly small, so the narrow width runs; tests/test_middle_end.py's two-width test
-    covers the larger programs' chunks at N."""
+    """The middle end with tiers (``tiers=True``: on a GPU the default for a large batch;
+    the batch sorted by size, through the passes at the cheapest of 3 N / 8, N / 2 and N
+    nodes, the larger programs again at N, and put back) against the reference, as above.
+    The generated programs are mostly small, so a narrow width runs;
+    tests/test_middle_end.py's two-width test covers each plan and the chunks at N."""
     check_batch(sources, tiers=True)
 
 

@@ -100,3 +100,18 @@ def test_run_quick_end_to_end(tmp_path):
     assert proc.stdout.rstrip().splitlines()[-1].startswith("|")  # the table comes last
     corp = json.loads((out / "corpus.json").read_text())
     assert corp["meta"]["jax"] and len(corp["corpus"]["small"]) == 8
+
+
+def test_scan_forms_agree_with_lax(tmp_path, monkeypatch):
+    """bench/scan_forms.py times each form of the prefix scans; every form it times must
+    give ``lax``'s result (its rows say so), forward and reverse, int16 and int32."""
+    from bench import scan_forms
+
+    argv = ["scan_forms", "--out", str(tmp_path), "--batch", "4", "--widths", "64",
+            "--calls", "1", "--chain", "2"]  # fmt: skip
+    monkeypatch.setattr(sys, "argv", argv)
+    scan_forms.main()
+    rows = [json.loads(x) for x in open(tmp_path / "scan_forms.jsonl")]
+    assert {r["form"] for r in rows} >= {"lax", "assoc", "barrier", "block16", "dot_i8"}
+    assert {r["op"] for r in rows} == {"cumsum", "cummax", "rcummin"}
+    assert all(r.get("equal_to_lax") is True for r in rows), [r for r in rows if "error" in r]

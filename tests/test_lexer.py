@@ -452,18 +452,22 @@ def test_lex_in_two_halves_equals_lex():
 
 
 def test_width_tiers_equal_one_width(monkeypatch):
-    """``lex(..., tiers=True)`` (programs of at most N / 2 bytes lexed at width N / 2, the
-    others at N, in chunks of the length-sorted batch, results back in batch order) gives
-    exactly the one-width lexer's tokens and errors: short and long programs, programs
-    too long for N, lexical errors, junk bytes past each length, and several chunks of
-    long programs (the last one reaching back over short ones)."""
+    """``lex(..., tiers=True)`` (the length-sorted batch lexed at the cheapest of 3 N / 8,
+    N / 2 and N, the programs too long for it again at N in chunks, results back in batch
+    order: ``arrays.by_width``) gives exactly the one-width lexer's tokens and errors for
+    each of the three plans: short and long programs, programs too long for N, lexical
+    errors, junk bytes past each length, and several chunks of long programs (the last
+    one reaching back over short ones)."""
     import glob
     import os
+
+    from jaxcc import arrays
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     sources = [open(f).read() for f in sorted(glob.glob(os.path.join(root, "examples", "*.py")))]
     sources += ["x = 1 +\n", "s = 'abc\n", "x = 0x\n", "if x:\n\t  y = 1\n  z = 2\n", "",
                 "a = 1$\n", "x = (\n", "y" * 300, "z = 1\n" * 100, "w = 2\n" * 45]  # fmt: skip
+    sources += ["v = 3\n" * k for k in range(33, 43)]  # 198-252 bytes: between 3 N / 8 and N / 2
     rng = np.random.default_rng(7)
     sources += [bytes(rng.integers(9, 127, int(rng.integers(0, 600)), dtype=np.uint8))
                 for _ in range(40)]  # fmt: skip
@@ -471,18 +475,23 @@ def test_width_tiers_equal_one_width(monkeypatch):
     src, length = lexer.encode(sources, LIM)
     for j in range(len(sources)):
         src[j, min(length[j], N) :] = 0x41  # junk past the length must not matter
-    assert lexer.tier_widths(N, len(sources), True) == (N // 2, N)
+    assert lexer.tier_widths(N, len(sources), True) == (3 * N // 8, N // 2, N)
     assert lexer.tier_widths(N, len(sources), False) == ()
     assert 10 < (length > N // 2).sum() and (length > N).sum() >= 3
     want = lexer.lex(src, length, LIM, tiers=False)
     assert (np.asarray(want[1].code) != Code.OK).sum() >= 20  # the errors took part
     monkeypatch.setattr(lexer, "LONG_CHUNK_BYTES", 7 * N)  # chunks of 7 long programs
-    # all of them, then (fewer than a quarter short: one width) the long ones and
-    # a few short ones
+    short = np.flatnonzero(length <= 3 * N // 8)
+    mid = np.flatnonzero((length > 3 * N // 8) & (length <= N // 2))
     long = np.flatnonzero(length > N // 2)
-    few = np.flatnonzero(length <= N // 2)[: len(long) // 4]
-    assert 0 < len(few) and 4 * len(few) < len(long) + len(few)
-    for rows in (np.arange(len(sources)), np.r_[few[:1], long, few[1:]]):
+    row_sets = {
+        0: np.r_[short, long[:9]],  # mostly short: 3 N / 8, then two chunks at N
+        1: np.r_[mid, short[:4], long[:2]],  # N / 2, then one chunk at N
+        2: np.r_[short[:1], long, short[1:4]],  # mostly long: N alone
+    }
+    for plan, rows in row_sets.items():
+        k, n_loop = arrays.width_plan(jnp.asarray(length[rows]), N, (3 * N // 8, N // 2), 7)
+        assert int(k) == plan and (int(n_loop) > 0) == (plan < 2), (plan, k, n_loop)
         got = lexer.lex(src[rows], length[rows], LIM, tiers=True)
         for a, b in zip(jax.tree.leaves(want), jax.tree.leaves(got), strict=True):
             assert a.dtype == b.dtype

@@ -413,30 +413,40 @@ def test_error_choice_is_the_smallest_key_candidate_node(data):
 
 
 def test_two_widths_equal_one_width():
-    """``middle_end_debug(..., tiers=True)`` (programs of at most N / 2 nodes through the
-    passes at width N / 2, the others at N; ``arrays.by_width``) gives exactly the
-    one-width Program, Error and Debug: every error class of CASES, programs of more than
-    N / 2 nodes (several chunks of them, the last reaching back over small ones), and a
-    batch with too few small programs for the narrow width."""
-    from jaxcc import middle
+    """``middle_end_debug(..., tiers=True)`` (the batch through the passes at the cheapest
+    of 3 N / 8, N / 2 and N nodes, the programs too large for it again at N in chunks;
+    ``arrays.by_width``) gives exactly the one-width Program, Error and Debug for each of
+    the three plans: every error class of CASES, programs larger than the narrow width
+    (several chunks of them, the last reaching back over small ones), and a batch with
+    too few small programs for a narrow width."""
+    from jaxcc import arrays, lexer, middle
 
     N = LIMITS.max_nodes
     large = ["x = 1 + 1 + 1\n" * k for k in range(19, 31)]
     large += ["def f(a: int) -> int:\n" + "    a = a + 1 * 2\n" * k + "    return a\nprint(f(1))\n"
               for k in range(14, 20)]  # fmt: skip
+    mid = ["x = 1 + 1 + 1\n" * k for k in range(14, 19)]  # 99-127 nodes: 3 N / 8 < n <= N / 2
     f = jax.jit(middle.middle_end_debug, static_argnames=("limits", "chunk", "tiers"))
     B = 24
     large.append("x = 1 + 1 + 1\n" * 31)
-    for sources in (CASES[:18] + large[:6], large + CASES[-5:]):  # 5 of 24 small: one width
+    widths = lexer.narrow_widths(N, middle.TIER_MIN_NODES)
+    assert widths == (3 * N // 8, N // 2)
+    plans = {
+        0: CASES[:18] + large[:6],  # 3 N / 8, then three chunks of 2 at N
+        1: CASES[:16] + mid + large[:3],  # N / 2, all fit
+        2: large + CASES[-5:],  # 5 of 24 small: N alone
+    }
+    for plan, sources in plans.items():
         assert len(sources) == B
         ast, _, err = flatten_many(sources, LIMITS)
         n = np.asarray(ast.n_nodes)
-        assert (n > N // 2).sum() >= 6 and (n <= N).all(), n
+        assert (n > widths[0]).sum() >= 6 and (n <= N).all(), n
+        k, _ = arrays.width_plan(ast.n_nodes, N, widths, 8 // 4)  # chunk=8: chunks of 2
+        assert int(k) == plan, (plan, k, n)
         want = f(ast, None, LIMITS, err, chunk=8, tiers=False)
-        got = f(ast, None, LIMITS, err, chunk=8, tiers=True)  # chunks of 2 large programs
+        got = f(ast, None, LIMITS, err, chunk=8, tiers=True)
         for a, b in zip(jax.tree.leaves(want), jax.tree.leaves(got), strict=True):
             assert a.dtype == b.dtype
             np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
-    assert (np.asarray(want[1].code) != Code.OK).sum() >= 1
-    ast, _, err = flatten_many(CASES[:18] + large[:6], LIMITS)
-    assert (np.asarray(f(ast, None, LIMITS, err, chunk=8, tiers=True)[1].code) != 0).sum() >= 5
+        if plan == 0:
+            assert (np.asarray(got[1].code) != Code.OK).sum() >= 5  # the errors took part
