@@ -1586,8 +1586,8 @@ def lex(
     whole batch at once; None: CHUNK_BYTES // N programs); the result is the same either
     way. ``tiers`` (static): lex the programs that fit a narrower width (3 N / 8 or N / 2,
     the cheaper: ``tier_widths``) at it (None: on a GPU for a batch of at least
-    TIER_MIN_BATCH); the result is the same. Raises ValueError for limits beyond what its error keys hold
-    (``Limits.check``).
+    TIER_MIN_BATCH); the result is the same. Raises ValueError for limits beyond what its
+    error keys hold (``Limits.check``).
     """
     limits.check()
     source = jnp.asarray(source)
