@@ -72,16 +72,16 @@ def by_width(one_at, xs, size, full: int, widths: tuple[int, ...], cut, chunks):
     xs = jax.tree.map(lambda x: x[order], xs)
     m = min(B, max(1, wide))
     k, n_loop = width_plan(size, full, widths, m)
+    one_full = one_at(full)
     passes = [lambda w=w: map_batch(one_at(w), cut(xs, w), narrow(w)) for w in widths]
-    out = jax.lax.switch(k, [*passes, lambda: map_batch(one_at(full), xs, chunk)])
+    out = jax.lax.switch(k, [*passes, lambda: map_batch(one_full, xs, chunk)])
 
     # the chunks of large programs after the switch, not in its branches: the structure
     # the lexer's two widths were timed with on the GPU (docs/lexer.md, "Two widths")
     def body(carry):
         i, out = carry
         s0 = jnp.maximum(B - (i + 1) * m, 0)  # within the batch; rows below: redone
-        one = one_at(full)
-        res = jax.vmap(one)(jax.tree.map(lambda x: jax.lax.dynamic_slice_in_dim(x, s0, m), xs))
+        res = jax.vmap(one_full)(jax.tree.map(lambda x: jax.lax.dynamic_slice_in_dim(x, s0, m), xs))
         put = lambda o, r: jax.lax.dynamic_update_slice_in_dim(o, r, s0, 0)  # noqa: E731
         return i + 1, jax.tree.map(put, out, res)
 

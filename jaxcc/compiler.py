@@ -255,11 +255,12 @@ def compile_arrays(source, length, limits: Limits = DEFAULT, optimize: int = Fal
     the code is the reference compiler's instruction for instruction. Lexer to middle
     end is one jitted function and the optimizer another (so turning the optimizer on
     does not recompile the compiler); under the caller's jit they are one computation.
-    ``tiers`` (static): the lexer's and the middle end's two widths (``lexer.lex``,
-    ``middle.middle_end``); None: on a GPU for a batch of at least 4,096 programs, where
-    they made the loop 19-24% faster on an H200 and its cold compile 18-22 s longer
-    (docs/middle_end.md "Two widths"): False for a batch shape compiled once and run
-    only a few times. The result is the same either way.
+    ``tiers`` (static): the lexer's and the middle end's narrow widths (3 N / 8 or N / 2,
+    chosen per batch: ``lexer.lex``, ``middle.middle_end``); None: on a GPU for a batch of
+    at least 4,096 programs, where on an H200 they made the small loop 32.4 -> 23.5 ms
+    and its cold compile 56.6 -> 80.1 s against N / 2 alone, which had taken 19-24% off
+    (docs/lexer.md and docs/middle_end.md, "Two widths"): False for a batch shape
+    compiled once and run only a few times. The result is the same either way.
     """
     compiled = _front_and_middle(source, length, limits, tiers)
     if optimize:

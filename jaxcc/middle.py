@@ -159,6 +159,6 @@ def middle_end_debug(ast, tokens, limits: Limits, error: Error | None = None,
         return outcome(run_passes(st, limits, chunk=chunk))
     one = lambda w: lambda s: outcome(run_passes(s, limits))  # noqa: E731  (one program)
     cut = lambda s, w: s._replace(ast=type(s.ast)(*(x[:, :w] if x.ndim == 2 else x for x in s.ast)))  # noqa: E731
-    narrow = (lambda w: 2 * chunk) if chunk else (lambda w: 0)
+    narrow = lambda w: 2 * chunk  # noqa: E731  (0: all at once, as chunk 0)
     chunks = (narrow, chunk // 4, chunk) if chunk else (narrow, ast.kind.shape[0], 0)
     return arrays.by_width(one, st, st.ast.n_nodes, N, widths, cut, chunks)

@@ -86,10 +86,10 @@ def evaluate(source, length, cases: Cases, limits: Limits = DEFAULT, optimize: i
     times by ``shrink_by`` as its lanes stop (vm.run_tests); None: once (``SHRINK_BY``)
     for a batch of at least SHRINK_MIN_LANES (program, case) lanes, else never. The same
     results either way.
-    ``tiers`` (static): the lexer's and the middle end's two widths, as
+    ``tiers`` (static): the lexer's and the middle end's narrow widths, as
     compiler.compile_arrays' (None: on a GPU for a batch of at least 4,096 programs;
-    False saves 18-22 s of cold compile for a shape run only a few times). The same
-    results either way.
+    False saves tens of seconds of cold compile for a shape run only a few times). The
+    same results either way.
     Equivalent sequential Python::
 
         for b in range(B):
