@@ -221,10 +221,26 @@ def plots(out_dir: str, meta_: dict, rows: list[dict]) -> list[str]:
     return written
 
 
+def baseline_ratios(curves: dict, flat: dict) -> list[tuple[str, int, float, float]]:
+    """(curve, batch, throughput, ratio) at each curve's largest batch: its throughput
+    over the ``cpython_pool`` baseline of the same size (curves and baselines keyed
+    "BENCH SIZE", as ``_plot_vs_baselines`` groups them); curves of a size without a
+    pool row are left out."""
+    out = []
+    for label, pts in sorted(curves.items()):
+        pool = flat.get(f"cpython_pool {label.split()[-1]}")
+        if pool:
+            x, y = max(pts)
+            out.append((label, x, y, y / pool))
+    return out
+
+
 def _plot_vs_baselines(plt, out_dir: str, meta_: dict, rows: list[dict]) -> str | None:
     """The loop (with each VM: ``loop``, ``loop_pallas``) and the cpu_centric pipeline
-    against batch size, with the CPython
-    baselines (one number each, independent of batch) as horizontal lines."""
+    against batch size, with the CPython baselines (one number each, independent of
+    batch) as horizontal lines, each in its own colour and style and labelled on the
+    plot with its rate; each curve's last point says how many times the pool of its
+    size it is (``baseline_ratios``)."""
     curves: dict = {}
     flat: dict = {}
     for r in rows:
@@ -238,22 +254,51 @@ def _plot_vs_baselines(plt, out_dir: str, meta_: dict, rows: list[dict]) -> str 
             flat[f"{r['bench']} {r.get('size')}"] = r["throughput"]
     if not curves:
         return None
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for label, pts in sorted(curves.items()):
+    fig, ax = plt.subplots(figsize=(7.5, 4.8))
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    xs = [p[0] for pts in curves.values() for p in pts]
+    for i, (label, pts) in enumerate(sorted(curves.items())):
         pts.sort()
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=label)
-    for label, y in sorted(flat.items()):
-        ax.axhline(y, linestyle="--", linewidth=1, label=label)
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=label,
+                color=colors[i % len(colors)])  # fmt: skip
+    for _curve, x, y, ratio in baseline_ratios(curves, flat):
+        ax.annotate(f"{ratio:.1f}x cpython_pool", (x, y), textcoords="offset points",
+                    xytext=(-4, 6), ha="right", fontsize=7)  # fmt: skip
+    styles = ("--", ":", "-.")
+    for j, (label, y) in enumerate(sorted(flat.items())):
+        c = colors[(len(curves) + j) % len(colors)]
+        ax.axhline(y, linestyle=styles[j % len(styles)], linewidth=1.2, color=c, label=label)
+        ax.annotate(f"{label}: {fmt_num(y)}/s", (min(xs), y), textcoords="offset points",
+                    xytext=(2, 3), fontsize=7, color=c)  # fmt: skip
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("batch size (programs in one call)")
     ax.set_ylabel("programs/s (compile, run, test)")
     ax.set_title("jaxcc compile-run-test loop vs host baselines")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="center right")
     fig.text(0.01, 0.01, meta_line(meta_), fontsize=6, alpha=0.7)
     fig.tight_layout(rect=(0, 0.03, 1, 1))
     path = os.path.join(out_dir, "plot_loop_vs_baselines.png")
     fig.savefig(path, dpi=120, metadata={"Description": json.dumps(meta_)})
     plt.close(fig)
     return path
+
+
+def main(argv=None) -> int:
+    """``python bench/report.py DIR...``: redraw each DIR's plots from its results.json
+    (the plots of an earlier run, drawn again with this file's code)."""
+    import argparse
+
+    p = argparse.ArgumentParser(description=main.__doc__)
+    p.add_argument("dirs", nargs="+")
+    for d in p.parse_args(argv).dirs:
+        with open(os.path.join(d, "results.json")) as f:
+            res = json.load(f)
+        for path in plots(d, res["meta"], res["rows"]):
+            print("wrote", path)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

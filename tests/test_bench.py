@@ -71,6 +71,20 @@ def test_summary_picks_best_throughput():
     assert "| vm |" in report.markdown(s, report.SUMMARY_COLS)
 
 
+def test_baseline_ratios_divide_by_the_pool_of_the_same_size():
+    curves = {
+        "loop_pallas small": [(65536, 3.0e6), (1024, 3.0e5)],
+        "loop_pallas medium": [(65536, 1.0e6)],
+        "loop large": [(256, 5.0)],  # no pool row of its size: left out
+    }
+    flat = {"cpython_pool small": 1.5e5, "cpython_pool medium": 5.0e4, "cpython small": 6e3}
+    got = report.baseline_ratios(curves, flat)
+    assert got == [
+        ("loop_pallas medium", 65536, 1.0e6, 20.0),
+        ("loop_pallas small", 65536, 3.0e6, 20.0),
+    ]
+
+
 def test_run_quick_end_to_end(tmp_path):
     out = tmp_path / "bench"
     env = dict(os.environ, JAX_PLATFORMS="cpu", PYTHONPATH=ROOT)
