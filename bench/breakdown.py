@@ -357,8 +357,10 @@ def table(rows: list[dict]) -> str:
     out = report.markdown(rows, TABLE_COLS)
     traced = [r for r in rows if r.get("top_kernels")]
     if traced:  # --trace: each stage's heaviest GPU kernels
-        out += "\n\n| size | batch | stage | kernel | ms per call | launches | share |\n|---|---|---|---|---|---|---|"
+        out += ("\n\n| size | batch | stage | kernel | ms per call | launches | share | source lines |"
+                "\n|---|---|---|---|---|---|---|---|")  # fmt: skip
         for r in traced:
-            for name, ms, n, share in r["top_kernels"]:
-                out += f"\n| {r['size']} | {r['batch']} | {r['stage']} | {name[:60]} | {ms} | {n} | {share} |"
+            for name, ms, n, share, *lines in r["top_kernels"]:  # (lines: since 2026-11-29)
+                where = lines[0] if lines else ""
+                out += f"\n| {r['size']} | {r['batch']} | {r['stage']} | {name[:60]} | {ms} | {n} | {share} | {where} |"
     return out

@@ -9,6 +9,7 @@ import glob
 import gzip
 import json
 import os
+import re
 
 
 def kernels(path: str) -> tuple[dict[str, float], dict[str, int], list[str]]:
@@ -31,10 +32,88 @@ def kernels(path: str) -> tuple[dict[str, float], dict[str, int], list[str]]:
     return dict(tot), dict(cnt), sorted(set(pids.values()))
 
 
+_INSTR = re.compile(r"^\s*(?:ROOT\s+)?%?([\w.\-]+)\s*=.*?\bcalls=%?([\w.\-]+)")
+_COMP = re.compile(r"^\s*(?:ENTRY\s+)?%?([\w.\-]+)\s.*\{\s*$")
+_OLD_WHERE = re.compile(r'source_file="([^"]*)"\s+source_line=(\d+)')  # XLA before stack frames
+_FRAME_ID = re.compile(r"stack_frame_id=(\d+)")
+_TABLE_ROW = re.compile(r"^(\d+) (.*)$")
+
+
+def _tables(hlo_text: str) -> dict[str, dict[int, str]]:
+    """The HLO text's FileNames, FileLocations and StackFrames tables: {table: {id: row}}."""
+    tables: dict[str, dict[int, str]] = {}
+    cur = None
+    for line in hlo_text.splitlines():
+        if line in ("FileNames", "FunctionNames", "FileLocations", "StackFrames"):
+            cur = tables.setdefault(line, {})
+        elif cur is not None and (m := _TABLE_ROW.match(line)):
+            cur[int(m.group(1))] = m.group(2)
+        else:
+            cur = None
+    return tables
+
+
+def _frame_line(tables: dict, frame: int, skip: tuple[str, ...]) -> str | None:
+    """ "FILE:LINE" of stack frame ``frame``, or of the first frame outward from it whose
+    file is not in ``skip`` (helpers such as arrays.py, which every stage calls)."""
+    files, locs, frames = (tables.get(k, {}) for k in ("FileNames", "FileLocations", "StackFrames"))
+    first = None
+    for _ in range(64):  # a frame's parents, innermost first (bounded: no cycle can hang)
+        row = frames.get(frame)
+        if row is None:
+            break
+        loc = locs.get(int(re.search(r"file_location_id=(\d+)", row).group(1)), "")
+        fid, line = re.search(r"file_name_id=(\d+)", loc), re.search(r"\bline=(\d+)", loc)
+        if fid and line:
+            where = f"{os.path.basename(files.get(int(fid.group(1)), '?').strip(chr(34)))}:{line.group(1)}"
+            first = first or where
+            if where.split(":")[0] not in skip:
+                return where
+        parent = int(re.search(r"parent_frame_id=(\d+)", row).group(1)) - 1  # printed 1-based
+        if parent <= 0 or parent == frame:
+            break
+        frame = parent
+    return first
+
+
+def fusion_lines(hlo_text: str, name: str, top: int = 3, skip: tuple[str, ...] = ("arrays.py",)) -> str:  # fmt: skip
+    """Where the GPU kernel ``name`` (a fusion instruction of the optimized HLO
+    ``hlo_text``, ``compiled.as_text()``) comes from: the ``top`` source lines that most of
+    its fused operations carry in their metadata, as "FILE:LINE xCOUNT" joined by ", "
+    (each operation's innermost traced frame, or the first one outward from it in a file
+    not in ``skip``; files by base name); "" for a kernel that is not a fusion of the text
+    (a sort, a copy, a custom call) or whose operations carry no line."""
+    lines = hlo_text.splitlines()
+    called = None
+    for line in lines:
+        m = _INSTR.match(line)
+        if m and m.group(1) == name:
+            called = m.group(2)
+            break
+    if called is None:
+        return ""
+    tables = _tables(hlo_text)
+    counts: dict[str, int] = {}
+    inside = False
+    for line in lines:
+        if not inside:
+            m = _COMP.match(line)
+            inside = bool(m and m.group(1) == called)
+            continue
+        if line.strip() == "}":
+            break
+        wheres = [f"{os.path.basename(f)}:{n}" for f, n in _OLD_WHERE.findall(line)]
+        wheres += [w for i in _FRAME_ID.findall(line) if (w := _frame_line(tables, int(i), skip))]
+        for where in wheres:
+            counts[where] = counts.get(where, 0) + 1
+    best = sorted(counts.items(), key=lambda x: (-x[1], x[0]))[:top]
+    return ", ".join(f"{w} x{c}" for w, c in best)
+
+
 def trace_top(compiled, args: tuple, path: str, calls: int = 2, top: int = 8) -> list:
     """Trace ``calls`` calls of ``compiled(*args)`` into ``path``; the ``top`` kernels as
-    [name, ms per call, launches per call, share of the kernels' time] (empty when the
-    profiler gives no GPU kernels, as on the CPU)."""
+    [name, ms per call, launches per call, share of the kernels' time, source lines
+    (``fusion_lines``)] (empty when the profiler gives no GPU kernels, as on the CPU)."""
     import jax
 
     jax.block_until_ready(compiled(*args))
@@ -44,7 +123,9 @@ def trace_top(compiled, args: tuple, path: str, calls: int = 2, top: int = 8) ->
     tot, cnt, _ = kernels(path)
     total = sum(tot.values()) or 1.0
     best = sorted(tot.items(), key=lambda x: -x[1])[:top]
-    return [[k, round(v / 1e3 / calls, 3), cnt[k] // calls, round(v / total, 3)] for k, v in best]
+    text = compiled.as_text()
+    return [[k, round(v / 1e3 / calls, 3), cnt[k] // calls, round(v / total, 3),
+             fusion_lines(text, k)] for k, v in best]  # fmt: skip
 
 
 def main(argv=None) -> int:

@@ -8,7 +8,11 @@ import os
 import subprocess
 import sys
 
+import jax
+import jax.numpy as jnp
+
 from bench import baselines, corpus, report
+from jaxcc import arrays
 from property_tests import oracle
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -83,6 +87,33 @@ def test_baseline_ratios_divide_by_the_pool_of_the_same_size():
         ("loop_pallas medium", 65536, 1.0e6, 20.0),
         ("loop_pallas small", 65536, 3.0e6, 20.0),
     ]
+
+
+def _kernel_source(x, idx):
+    y = jnp.sin(x) * 3.0 + 1.0  # KERNEL-LINE-A
+    return arrays.gather(y, idx) * 2.0  # KERNEL-LINE-B
+
+
+def test_fusion_lines_names_the_source_lines_of_a_kernel():
+    """bench.trace_kernels.fusion_lines on XLA:CPU's optimized HLO (the GPU's has the same
+    metadata): each fusion's operations map to this file's lines, through the module's
+    stack-frame tables; arrays.py's helper frames are skipped for their caller's."""
+    import re
+
+    from bench.trace_kernels import fusion_lines
+
+    text = jax.jit(_kernel_source).lower(jnp.ones(64), jnp.arange(8)).compile().as_text()
+    mine = open(__file__).read().splitlines()
+    line = {tag: mine.index(next(m for m in mine if m.endswith(f"# {tag}"))) + 1
+            for tag in ("KERNEL-LINE-A", "KERNEL-LINE-B")}  # fmt: skip
+    names = re.findall(r"^\s*(?:ROOT\s+)?%?([\w.\-]+) = [^=]*\bfusion\(", text, re.M)
+    found = " ".join(fusion_lines(text, n) for n in names)
+    assert f"test_bench.py:{line['KERNEL-LINE-A']}" in found, (names, found)
+    assert f"test_bench.py:{line['KERNEL-LINE-B']}" in found, (names, found)
+    assert "arrays.py" not in found  # the helper's frames give way to the caller's
+    raw = " ".join(fusion_lines(text, n, skip=()) for n in names)
+    assert "arrays.py" in raw
+    assert fusion_lines(text, "no_such_kernel") == ""
 
 
 def test_run_quick_end_to_end(tmp_path):
