@@ -36,6 +36,7 @@ _INSTR = re.compile(r"^\s*(?:ROOT\s+)?%?([\w.\-]+)\s*=.*?\bcalls=%?([\w.\-]+)")
 _COMP = re.compile(r"^\s*(?:ENTRY\s+)?%?([\w.\-]+)\s.*\{\s*$")
 _OLD_WHERE = re.compile(r'source_file="([^"]*)"\s+source_line=(\d+)')  # XLA before stack frames
 _FRAME_ID = re.compile(r"stack_frame_id=(\d+)")
+_OP_NAME = re.compile(r'op_name="([^"]*)"')
 _TABLE_ROW = re.compile(r"^(\d+) (.*)$")
 
 
@@ -102,6 +103,9 @@ def fusion_lines(hlo_text: str, name: str, top: int = 3, skip: tuple[str, ...] =
             continue
         if line.strip() == "}":
             break
+        op = _OP_NAME.search(line)
+        if op and op.group(1).rsplit("/", 1)[-1].startswith("jit("):
+            continue  # named for a jit call, not a primitive: it carries the call site's line
         wheres = [f"{os.path.basename(f)}:{n}" for f, n in _OLD_WHERE.findall(line)]
         wheres += [w for i in _FRAME_ID.findall(line) if (w := _frame_line(tables, int(i), skip))]
         for where in wheres:

@@ -116,6 +116,35 @@ def test_fusion_lines_names_the_source_lines_of_a_kernel():
     assert fusion_lines(text, "no_such_kernel") == ""
 
 
+def test_fusion_lines_skips_ops_named_for_a_jit_call():
+    """An operation whose op_name ends in a jit scope (no primitive: XLA gives such ops
+    the call site's frame, e.g. `lexer.lex`'s call of its inner jit, thousands of them)
+    says nothing about where a kernel's work comes from; the add's own line counts."""
+    from bench.trace_kernels import fusion_lines
+
+    text = "\n".join([
+        "HloModule m", "",
+        "FileNames", '1 "/x/stage.py"', "",
+        "FunctionNames", '1 "outer"', '2 "inner"', "",
+        "FileLocations",
+        "1 {file_name_id=1 function_name_id=1 line=10 end_line=10 column=0 end_column=1}",
+        "2 {file_name_id=1 function_name_id=2 line=20 end_line=20 column=0 end_column=1}", "",
+        "StackFrames", "1 {file_location_id=1 parent_frame_id=1}",
+        "2 {file_location_id=2 parent_frame_id=2}", "",
+        "%fused_computation (p: s32[4]) -> s32[4] {",
+        "  %p = s32[4]{0} parameter(0)",
+        '  %c = s32[] constant(1), metadata={op_name="jit(f)/jit(g)" stack_frame_id=1}',
+        '  %b = s32[4]{0} broadcast(%c), metadata={op_name="jit(f)/jit(g)" stack_frame_id=1}',
+        '  ROOT %a = s32[4]{0} add(%p, %b), metadata={op_name="jit(f)/jit(g)/add" stack_frame_id=2}',
+        "}", "",
+        "ENTRY %main (x: s32[4]) -> s32[4] {",
+        "  %x = s32[4]{0} parameter(0)",
+        "  ROOT %loop_add_fusion = s32[4]{0} fusion(%x), kind=kLoop, calls=%fused_computation",
+        "}",
+    ])  # fmt: skip
+    assert fusion_lines(text, "loop_add_fusion") == "stage.py:20 x1"
+
+
 def test_run_quick_end_to_end(tmp_path):
     out = tmp_path / "bench"
     env = dict(os.environ, JAX_PLATFORMS="cpu", PYTHONPATH=ROOT)
