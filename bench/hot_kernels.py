@@ -25,6 +25,7 @@ def main() -> int:
     import jax
 
     from bench import corpus as C
+    from bench.middle_passes import encoded
     from bench.trace_kernels import trace_top
     from jaxcc import lexer, middle
     from jaxcc.reference import flatten
@@ -32,16 +33,15 @@ def main() -> int:
     b = int(os.environ.get("HOT_B", 65536))
     out = {"device": jax.devices()[0].device_kind, "batch": b}
     t0 = time.time()
-    i = np.arange(b) % 512
-    lim = C.LIMITS["small"]
-    src, length = lexer.encode([q["source"] for q in C.generate(0, "small", 512)], lim)
-    args = jax.device_put((src[i], length[i]))
+    lim, src, length = encoded("small", b, n=512)
+    args = jax.device_put((src, length))
     c = jax.jit(lambda s, n: lexer.lex(s, n, lim)).lower(*args).compile()
     out["lexer_small"] = trace_top(c, args, "/tmp/hot_lexer", top=10)
     print(json.dumps(out["lexer_small"]), round(time.time() - t0, 1), flush=True)
     lim = C.LIMITS["medium"]
     progs = C.generate(0, "medium", 512)
     ast, toks, _ = flatten.flatten_many([q["source"] for q in progs], lim)
+    i = np.arange(b) % len(progs)
     args = jax.device_put(jax.tree.map(lambda x: np.asarray(x)[i], (ast, toks)))
     c = jax.jit(lambda a, t: middle.middle_end(a, t, lim)).lower(*args).compile()
     out["middle_medium"] = trace_top(c, args, "/tmp/hot_middle", top=10)

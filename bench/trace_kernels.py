@@ -77,6 +77,43 @@ def _frame_line(tables: dict, frame: int, skip: tuple[str, ...]) -> str | None:
     return first
 
 
+def kernel_lines(hlo_text: str, names, top: int = 3, skip: tuple[str, ...] = ("arrays.py",)) -> dict[str, str]:  # fmt: skip
+    """``fusion_lines`` of each of ``names``, reading ``hlo_text`` once: {name: lines}."""
+    lines = hlo_text.splitlines()
+    want = set(names)
+    called: dict[str, str] = {}  # fused computation -> kernel name
+    for line in lines:
+        m = _INSTR.match(line)
+        if m and m.group(1) in want:
+            called.setdefault(m.group(2), m.group(1))
+    tables = _tables(hlo_text) if called else {}
+    frame_cache: dict[int, str | None] = {}
+    out = dict.fromkeys(want, "")
+    counts: dict[str, int] | None = None
+    for line in lines:
+        if counts is None:
+            m = _COMP.match(line)
+            if m and m.group(1) in called:
+                name, counts = called[m.group(1)], {}
+            continue
+        if line.strip() == "}":
+            best = sorted(counts.items(), key=lambda x: (-x[1], x[0]))[:top]
+            out[name] = ", ".join(f"{w} x{c}" for w, c in best)
+            counts = None
+            continue
+        op = _OP_NAME.search(line)
+        if op and op.group(1).rsplit("/", 1)[-1].startswith("jit("):
+            continue  # named for a jit call, not a primitive: it carries the call site's line
+        wheres = [f"{os.path.basename(f)}:{n}" for f, n in _OLD_WHERE.findall(line)]
+        for i in map(int, _FRAME_ID.findall(line)):
+            if i not in frame_cache:
+                frame_cache[i] = _frame_line(tables, i, skip)
+            wheres += [frame_cache[i]] if frame_cache[i] else []
+        for where in wheres:
+            counts[where] = counts.get(where, 0) + 1
+    return out
+
+
 def fusion_lines(hlo_text: str, name: str, top: int = 3, skip: tuple[str, ...] = ("arrays.py",)) -> str:  # fmt: skip
     """Where the GPU kernel ``name`` (a fusion instruction of the optimized HLO
     ``hlo_text``, ``compiled.as_text()``) comes from: the ``top`` source lines that most of
@@ -84,34 +121,7 @@ def fusion_lines(hlo_text: str, name: str, top: int = 3, skip: tuple[str, ...] =
     (each operation's innermost traced frame, or the first one outward from it in a file
     not in ``skip``; files by base name); "" for a kernel that is not a fusion of the text
     (a sort, a copy, a custom call) or whose operations carry no line."""
-    lines = hlo_text.splitlines()
-    called = None
-    for line in lines:
-        m = _INSTR.match(line)
-        if m and m.group(1) == name:
-            called = m.group(2)
-            break
-    if called is None:
-        return ""
-    tables = _tables(hlo_text)
-    counts: dict[str, int] = {}
-    inside = False
-    for line in lines:
-        if not inside:
-            m = _COMP.match(line)
-            inside = bool(m and m.group(1) == called)
-            continue
-        if line.strip() == "}":
-            break
-        op = _OP_NAME.search(line)
-        if op and op.group(1).rsplit("/", 1)[-1].startswith("jit("):
-            continue  # named for a jit call, not a primitive: it carries the call site's line
-        wheres = [f"{os.path.basename(f)}:{n}" for f, n in _OLD_WHERE.findall(line)]
-        wheres += [w for i in _FRAME_ID.findall(line) if (w := _frame_line(tables, int(i), skip))]
-        for where in wheres:
-            counts[where] = counts.get(where, 0) + 1
-    best = sorted(counts.items(), key=lambda x: (-x[1], x[0]))[:top]
-    return ", ".join(f"{w} x{c}" for w, c in best)
+    return kernel_lines(hlo_text, [name], top, skip)[name]
 
 
 def trace_top(compiled, args: tuple, path: str, calls: int = 2, top: int = 8) -> list:
@@ -127,9 +137,9 @@ def trace_top(compiled, args: tuple, path: str, calls: int = 2, top: int = 8) ->
     tot, cnt, _ = kernels(path)
     total = sum(tot.values()) or 1.0
     best = sorted(tot.items(), key=lambda x: -x[1])[:top]
-    text = compiled.as_text()
-    return [[k, round(v / 1e3 / calls, 3), cnt[k] // calls, round(v / total, 3),
-             fusion_lines(text, k)] for k, v in best]  # fmt: skip
+    where = kernel_lines(compiled.as_text(), [k for k, _ in best])
+    return [[k, round(v / 1e3 / calls, 3), cnt[k] // calls, round(v / total, 3), where[k]]
+            for k, v in best]  # fmt: skip
 
 
 def main(argv=None) -> int:
