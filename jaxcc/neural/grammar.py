@@ -25,6 +25,12 @@ from an untrained model and runs them in the VM):
   f's j-th item says: PRINT_BOOL for a value typed bool, PRINT_INT for any other value,
   PRINT_NEWLINE for the end of a print call, none after the last item (the typed mask;
   the sampler gives an allowed value print the probability of both, ``fold_prints``);
+  a value print's depth is the number of its call's values from it on, and the
+  PRINT_NEWLINE of a call with m values is followed at once by ``POP_N m``, as the
+  code generator writes them (in reachable code);
+* loops nest: while a FOR_RANGE's exit label is pending, no label first named before
+  it may be defined (except by the closing rule below), and (typed mask, from the
+  source's layout, ``Src.loop_end``) its code marks only lines of its own loop;
 * the sequence ends (EOS) within ``max_out`` tokens and ``max_code`` instructions: when
   the remaining budget only just covers the shortest way to finish (``_closing_cost``),
   the mask allows only the tokens of that way (return from the current function,
@@ -98,6 +104,7 @@ class Context(NamedTuple):
     max_locals: object  # Int32[]  slots per function
     max_funcs: object  # Int32[]  functions (module body included), <= MAX_FUNCS
     print_items: object  # Int32[MAX_FUNCS, MAX_PRINTS]  Debug.print_items (-1: unknown)
+    loop_end: object  # Int32[N_LINES + 1]  Src.loop_end (typed mask only; zeros: unknown)
 
 
 class State(NamedTuple):
@@ -125,14 +132,24 @@ class State(NamedTuple):
     uses_temp: object  # Bool[]
     line: object  # line of the next instruction (0 before the first LN)
     n_print: object  # PRINT_INT / PRINT_BOOL / PRINT_NEWLINE instructions of this body so far
+    lab_for: object  # Bool[N_LABELS]  a FOR_RANGE names the label (a loop's exit)
+    pop_due: object  # values of the print call whose PRINT_NEWLINE came last (-1: none)
+    lab_lo: object  # Int32[N_LABELS]  a loop exit's loop: its first line
+    lab_hi: object  # Int32[N_LABELS]  ... and its last (0: not known)
 
 
-def context(n_lits, n_lines, max_out, max_code, max_locals, max_funcs, print_items=None) -> Context:
+def context(n_lits, n_lines, max_out, max_code, max_locals, max_funcs, print_items=None,
+            loop_end=None) -> Context:  # fmt: skip
     """The Context of one sequence, or of a batch when the scalars have a leading axis
     (``print_items``: Int32[..., PF, PP] from ``Debug.print_items``, cut or padded with -1 to
-    [MAX_FUNCS, MAX_PRINTS]; None: no typed mask)."""
+    [MAX_FUNCS, MAX_PRINTS]; None: no typed mask. ``loop_end``: Int32[..., N_LINES + 1],
+    ``Src.loop_end``, used only with print items, as part of the typed mask)."""
     i = lambda x: jnp.asarray(x, jnp.int32)  # noqa: E731
     lead = jnp.shape(n_lits)
+    if print_items is None or loop_end is None:
+        le = jnp.zeros((*lead, V.N_LINES + 1), jnp.int32)
+    else:
+        le = i(loop_end)
     if print_items is None:
         pt = jnp.full((*lead, MAX_FUNCS, MAX_PRINTS), -1, jnp.int32)
     else:
@@ -143,12 +160,15 @@ def context(n_lits, n_lines, max_out, max_code, max_locals, max_funcs, print_ite
         ]
         pt = jnp.pad(pt, pad, constant_values=-1)
     return Context(i(n_lits), i(n_lines), i(max_out), i(max_code), i(max_locals),
-                   jnp.minimum(i(max_funcs), MAX_FUNCS), pt)  # fmt: skip
+                   jnp.minimum(i(max_funcs), MAX_FUNCS), pt, le)  # fmt: skip
+
+
+_TRAILING = {"print_items": 2, "loop_end": 1}  # Context fields that are not scalars
 
 
 def broadcast(c: Context, b: int) -> Context:
     """A Context for b sequences: each field given a leading axis b (broadcast)."""
-    return Context(*(jnp.broadcast_to(x, (b,) + (x.shape[-2:] if f == "print_items" else ()))
+    return Context(*(jnp.broadcast_to(x, (b,) + x.shape[x.ndim - _TRAILING.get(f, 0):])
                      for f, x in zip(Context._fields, c, strict=True)))  # fmt: skip
 
 
@@ -163,7 +183,8 @@ def init() -> State:
         max_depth=z, lab_state=jnp.zeros(V.N_LABELS, jnp.int32),
         lab_depth=jnp.full(V.N_LABELS, -1, jnp.int32), n_lab=z,
         slot_of=jnp.full(V.N_VARS, -1, jnp.int32), n_slots=z, uses_temp=jnp.bool_(False),
-        line=z, n_print=z,
+        line=z, n_print=z, lab_for=jnp.zeros(V.N_LABELS, bool), pop_due=jnp.int32(-1),
+        lab_lo=jnp.zeros(V.N_LABELS, jnp.int32), lab_hi=jnp.zeros(V.N_LABELS, jnp.int32),
     )  # fmt: skip
 
 
@@ -210,11 +231,14 @@ def _label_ok(s: State, target_depth):
 
 def _definable(s: State, close):
     """Bool[N_LABELS]: labels a LABEL here may define (a pending one whose depth fits,
-    or the next new one; only pending ones while closing)."""
+    or the next new one; only pending ones while closing). Loops nest: while a loop's
+    exit (a FOR_RANGE's label) is pending, no label first named before it is defined
+    (labels are numbered in order of first appearance), except while closing."""
     j = jnp.arange(V.N_LABELS)
     pend = s.lab_state == L_PENDING
     fits = jnp.where(s.dead, True, (s.lab_depth < 0) | (s.lab_depth == s.depth))
-    ok = pend & fits
+    inner = jnp.max(jnp.where(pend & s.lab_for, j, -1))  # the innermost open loop's exit
+    ok = pend & fits & ((j >= inner) | close)
     new = (j == s.n_lab) & (s.n_lab < V.N_LABELS) & ~(close & jnp.any(ok))
     return ok | new
 
@@ -284,18 +308,31 @@ def allowed(s: State, c: Context):
     arg_ok &= jnp.where(kind == ArgKind.DEPTH, s.dead | (d >= 1), True)
     op_ok = jnp.asarray(_ALLOWED_OPS) & arg_ok & (s.dead | reach_ok)
     it = _print_item(s, c)  # -1: not known, anything goes
+    left, _ = _print_counts(s, c)
     op_ok &= jnp.where(ops == Op.PRINT_INT, (it == -1) | (it == isa.T_INT), True)
     op_ok &= jnp.where(ops == Op.PRINT_BOOL, (it == -1) | (it == isa.T_BOOL), True)
     op_ok &= jnp.where(ops == Op.PRINT_NEWLINE, (it == -1) | (it == ITEM_NEWLINE), True)
+    # a value print reads its call's values where they are: all of them on the stack
+    is_vprint = (ops == Op.PRINT_INT) | (ops == Op.PRINT_BOOL)
+    op_ok &= jnp.where(is_vprint, s.dead | (left < 0) | (d >= left), True)
+    # after a print call's PRINT_NEWLINE its values are popped at once (POP_N, next)
+    pop = jnp.where(s.dead | close | (d < s.pop_due), 0, jnp.maximum(s.pop_due, 0))
+    op_ok &= jnp.where(pop > 0, ops == Op.POP_N, True)
     op_ok &= s.n_instr < c.max_code
     forced_op = jnp.where(d >= 1, Op.RETURN_VALUE, Op.LOAD_CONST)
     op_ok = jnp.where(close, (ops == forced_op) & ~s.dead, op_ok)
     pending = jnp.any(s.lab_state == L_PENDING)
     body = put(jnp.zeros(V.VOCAB, bool), V.OP_BASE, op_ok[: V.N_TOKEN_OPS])
     can_label = jnp.any(_definable(s, close))
-    body = body.at[V.LABEL].set(jnp.where(close, s.dead & pending, can_label))
+    body = body.at[V.LABEL].set(jnp.where(close, s.dead & pending, can_label & (pop == 0)))
     body = body.at[V.END].set(s.dead & ~pending)
-    lines = (jnp.arange(V.N_LINES) + 1 <= c.n_lines) & ~close
+    ln_no = jnp.arange(V.N_LINES) + 1
+    lines = (ln_no <= c.n_lines) & ~close & (pop == 0)
+    # (typed) inside a loop, only its own lines: the innermost open loop's exit
+    inner = jnp.max(jnp.where((s.lab_state == L_PENDING) & s.lab_for, jnp.arange(V.N_LABELS), -1))
+    ic = jnp.clip(inner, 0, V.N_LABELS - 1)
+    lo, hi = s.lab_lo[ic], s.lab_hi[ic]
+    lines &= (inner < 0) | (hi == 0) | ((ln_no >= lo) & (ln_no <= hi))
     body = put(body, V.LN_BASE, lines)
 
     # --- body: the argument of cur_op
@@ -316,8 +353,11 @@ def allowed(s: State, c: Context):
     # DEPTH (PRINT): 1..depth; COUNT (POP_N): 0..depth; anything small in dead code
     n = jnp.arange(V.N_NUMS)
     top = jnp.where(s.dead, V.N_NUMS - 1, d)
-    darg = put(arg, V.NUM_BASE, (n >= 1) & (n <= top))
-    narg = put(arg, V.NUM_BASE, n <= top)
+    # (typed) a value print's depth is the number of its call's values from it on, and
+    # the POP_N after the call's PRINT_NEWLINE pops all of them
+    exact = ~s.dead & (left >= 1) & (left <= top)
+    darg = put(arg, V.NUM_BASE, jnp.where(exact, n == left, (n >= 1) & (n <= top)))
+    narg = put(arg, V.NUM_BASE, jnp.where(pop > 0, n == pop, n <= top))
     argm = jnp.select(
         [ak == ArgKind.CONST, ak == ArgKind.SLOT, ak == ArgKind.TARGET, ak == ArgKind.FUNC,
          ak == ArgKind.DEPTH],
@@ -344,6 +384,27 @@ def _print_item(s: State, c: Context):
     f = jnp.clip(s.fn, 0, MAX_FUNCS - 1)
     j = jnp.clip(s.n_print, 0, MAX_PRINTS - 1)
     return jnp.where(s.n_print < MAX_PRINTS, c.print_items[f, j], -1)
+
+
+def _print_counts(s: State, c: Context):
+    """(left, before) for the next print item j of this body: the values of j's print call
+    from j to its ITEM_NEWLINE (when j is a value and that end is recorded), and the
+    values before j in its call (when j is an ITEM_NEWLINE); -1 when not known. The code
+    generator pushes a call's values, prints the one ``left`` deep for each, then
+    PRINT_NEWLINE and ``POP_N before``."""
+    f = jnp.clip(s.fn, 0, MAX_FUNCS - 1)
+    row = c.print_items[f]
+    p = jnp.arange(MAX_PRINTS)
+    j = s.n_print
+    it = _print_item(s, c)
+    val = (row == isa.T_INT) | (row == isa.T_BOOL)
+    stop = jnp.min(jnp.where((p >= j) & ~val, p, MAX_PRINTS))
+    ended = (stop < MAX_PRINTS) & (row[jnp.clip(stop, 0, MAX_PRINTS - 1)] == ITEM_NEWLINE)
+    is_val = (it == isa.T_INT) | (it == isa.T_BOOL)
+    left = jnp.where(is_val & ended, jnp.sum(val & (p >= j) & (p < stop)), -1)
+    start = jnp.max(jnp.where((p < j) & ~val, p, -1))
+    before = jnp.where(it == ITEM_NEWLINE, jnp.sum(val & (p > start) & (p < j)), -1)
+    return left, before
 
 
 _PI, _PB = V.op_tok(Op.PRINT_INT), V.op_tok(Op.PRINT_BOOL)
@@ -376,6 +437,8 @@ def _start_body(s: State, fn) -> State:
         lab_depth=jnp.full(V.N_LABELS, -1, jnp.int32), n_lab=jnp.int32(0), slot_of=slot_of,
         n_slots=jnp.where(fn > 0, s.decl_np[f], 0).astype(jnp.int32),
         uses_temp=jnp.bool_(False), line=jnp.int32(0), n_print=jnp.int32(0),
+        lab_for=jnp.zeros(V.N_LABELS, bool), pop_due=jnp.int32(-1),
+        lab_lo=jnp.zeros(V.N_LABELS, jnp.int32), lab_hi=jnp.zeros(V.N_LABELS, jnp.int32),
     )  # fmt: skip
 
 
@@ -478,6 +541,9 @@ def step(s: State, tok, c: Context, lits=None):
     lab_depth = jnp.where(rec, s.lab_depth.at[labj].set(tdepth), s.lab_depth)
     n_lab = jnp.where(is_t & (labj == s.n_lab), s.n_lab + 1, s.n_lab)
     ends = jnp.asarray(_ENDS)[cop]
+    _, before = _print_counts(s, c)
+    is_for = is_t & (cop == Op.FOR_RANGE)
+    loop_hi = jnp.where(s.line >= 1, c.loop_end[jnp.clip(s.line, 0, V.N_LINES)], 0)
     s_ins = s._replace(
         phase=jnp.int32(BODY), cur_op=jnp.int32(isa.N_OPS), n_instr=s.n_instr + 1,
         depth=new_d, dead=s.dead | ends,
@@ -486,6 +552,10 @@ def step(s: State, tok, c: Context, lits=None):
         n_slots=s.n_slots + new_slot.astype(jnp.int32),
         uses_temp=s.uses_temp | ((ak == ArgKind.SLOT) & (tok == V.TEMP)),
         n_print=s.n_print + jnp.asarray(_IS_PRINT)[cop],
+        lab_for=jnp.where(is_for, s.lab_for.at[labj].set(True), s.lab_for),
+        lab_lo=jnp.where(is_for, s.lab_lo.at[labj].set(s.line), s.lab_lo),
+        lab_hi=jnp.where(is_for, s.lab_hi.at[labj].set(loop_hi), s.lab_hi),
+        pop_due=jnp.where(cop == Op.PRINT_NEWLINE, before, -1).astype(jnp.int32),
     )  # fmt: skip
     em_ins = em._replace(ins=s.n_instr, op=cop, arg=argval,
                          arg_label=jnp.where(is_t, labj, -1).astype(jnp.int32),

@@ -54,6 +54,10 @@ class Src(NamedTuple):
     # Int32[Array, "B PF PP"]  the front end's print items (Debug.print_items), read by the
     # decoding mask only, never by the model; None: no typed mask
     print_items: object = None
+    # Int32[Array, "B L"]  L = N_LINES + 1: for a line l where a ``for`` statement starts,
+    # the last line of that loop (the line before the next statement that is not inside
+    # it, N_LINES at the end of the file); 0 elsewhere. Read by the typed mask only.
+    loop_end: object = None
 
 
 def _one(kind, value, line, n_tokens, max_src: int):
@@ -102,6 +106,7 @@ def _one(kind, value, line, n_tokens, max_src: int):
         [Bound.TOKENS, Bound.NAMES, Bound.LITERALS, Bound.LINES], Bound.OK,
     ).astype(jnp.int32)  # fmt: skip
     return Src(
+        loop_end=_loop_end(kind, line, indent, keep),
         kind=k,
         name=compact(jnp.where(is_name, jnp.clip(value, 0, V.N_VARS - 1), 0), 0),
         lit=compact(jnp.where(is_num, jnp.clip(lit_idx, 0, V.N_LITS - 1), 0), 0),
@@ -117,6 +122,35 @@ def _one(kind, value, line, n_tokens, max_src: int):
         n_lines=jnp.clip(jnp.max(src_line), 0, V.N_LINES).astype(jnp.int32),
         error=err,
     )
+
+
+def _loop_end(kind, line, indent, keep):
+    """Int32[N_LINES + 1]: Src.loop_end of one program (raw token arrays)."""
+    import jax
+
+    t = kind.shape[0]
+    idx = jnp.arange(t)
+    layout = (kind == Tok.INDENT) | (kind == Tok.DEDENT) | (kind == Tok.NEWLINE)
+    sig = keep & ~layout
+    last_nl = jax.lax.cummax(jnp.where(keep & (kind == Tok.NEWLINE), idx, -1))
+    last_sig = jax.lax.cummax(jnp.where(sig, idx, -1))
+    last_sig = jnp.concatenate([jnp.full(1, -1, last_sig.dtype), last_sig[:-1]])
+    start = sig & (last_nl > last_sig)  # the first token of a logical line
+    start |= sig & (last_sig < 0)
+    n1 = V.N_LINES + 2
+    ln = jnp.clip(line, 0, n1 - 1)
+    big = jnp.int32(1 << 20)
+    depth = jnp.full(n1, big).at[jnp.where(start, ln, n1)].min(indent.astype(jnp.int32),
+                                                                mode="drop")  # fmt: skip
+    is_for = start & (kind == Tok.KW_FOR)
+    for_depth = jnp.full(n1, -1).at[jnp.where(is_for, ln, n1)].max(indent.astype(jnp.int32),
+                                                                   mode="drop")  # fmt: skip
+    lines = jnp.arange(n1)
+    # the first later statement line that is not deeper than the loop's own statement
+    after = (lines[None, :] > lines[:, None]) & (depth[None, :] <= for_depth[:, None])
+    nxt = jnp.min(jnp.where(after, lines[None, :], V.N_LINES + 1), axis=1)
+    end = jnp.where(for_depth >= 0, jnp.clip(nxt - 1, 0, V.N_LINES), 0)
+    return end[: V.N_LINES + 1].astype(jnp.int32)
 
 
 def source_features(tokens, nlimits: V.NeuralLimits = V.NEURAL_DEFAULT) -> Src:
