@@ -19,10 +19,14 @@ def test_an_untrained_model_gets_every_program_wrong():
                         api.VERIFY_LIMITS, batch=8, typed=False)  # fmt: skip
     s = r["stats"]
     assert s["programs"] == 6  # level 0 programs all compile
-    assert s["greedy_wrong"] == s["any_wrong"] == s["none_right"] == 6
+    # every greedy candidate is wrong, so every program has a wrong candidate; a random
+    # sample can still be right where a program prints nothing (2026-11-30: one of 2 for
+    # `_g_1 = 3 ** (245 % 4)` ...), so "none right" is counted, not assumed
+    assert s["greedy_wrong"] == s["any_wrong"] == 6
     want = set(corpus.generate(mine.MINE_SEED, 6, 0, split="train"))
     assert {h["source"] for h in r["hard"]} == want
-    assert all(h["correct"] == 0 and not h["greedy"] and h["level"] == 0 for h in r["hard"])
+    assert all(not h["greedy"] and h["level"] == 0 and 0 <= h["correct"] < 2 for h in r["hard"])
+    assert s["none_right"] == sum(h["correct"] == 0 for h in r["hard"]) >= 4
 
 
 def test_the_shipped_model_gets_small_programs_right():

@@ -315,19 +315,20 @@ def allowed(s: State, c: Context):
     # a value print reads its call's values where they are: all of them on the stack
     is_vprint = (ops == Op.PRINT_INT) | (ops == Op.PRINT_BOOL)
     op_ok &= jnp.where(is_vprint, s.dead | (left < 0) | (d >= left), True)
-    # after a print call's PRINT_NEWLINE its values are popped at once (POP_N, next)
-    pop = jnp.where(s.dead | close | (d < s.pop_due), 0, jnp.maximum(s.pop_due, 0))
-    op_ok &= jnp.where(pop > 0, ops == Op.POP_N, True)
+    # after a print call's PRINT_NEWLINE its values are popped at once (POP_N, next;
+    # POP_N 0 after ``print()``)
+    pop = jnp.where(s.dead | close | (d < s.pop_due), -1, s.pop_due)
+    op_ok &= jnp.where(pop >= 0, ops == Op.POP_N, True)
     op_ok &= s.n_instr < c.max_code
     forced_op = jnp.where(d >= 1, Op.RETURN_VALUE, Op.LOAD_CONST)
     op_ok = jnp.where(close, (ops == forced_op) & ~s.dead, op_ok)
     pending = jnp.any(s.lab_state == L_PENDING)
     body = put(jnp.zeros(V.VOCAB, bool), V.OP_BASE, op_ok[: V.N_TOKEN_OPS])
     can_label = jnp.any(_definable(s, close))
-    body = body.at[V.LABEL].set(jnp.where(close, s.dead & pending, can_label & (pop == 0)))
+    body = body.at[V.LABEL].set(jnp.where(close, s.dead & pending, can_label & (pop < 0)))
     body = body.at[V.END].set(s.dead & ~pending)
     ln_no = jnp.arange(V.N_LINES) + 1
-    lines = (ln_no <= c.n_lines) & ~close & (pop == 0)
+    lines = (ln_no <= c.n_lines) & ~close & (pop < 0)
     # (typed) inside a loop, only its own lines: the innermost open loop's exit
     inner = jnp.max(jnp.where((s.lab_state == L_PENDING) & s.lab_for, jnp.arange(V.N_LABELS), -1))
     ic = jnp.clip(inner, 0, V.N_LABELS - 1)
@@ -357,7 +358,7 @@ def allowed(s: State, c: Context):
     # the POP_N after the call's PRINT_NEWLINE pops all of them
     exact = ~s.dead & (left >= 1) & (left <= top)
     darg = put(arg, V.NUM_BASE, jnp.where(exact, n == left, (n >= 1) & (n <= top)))
-    narg = put(arg, V.NUM_BASE, jnp.where(pop > 0, n == pop, n <= top))
+    narg = put(arg, V.NUM_BASE, jnp.where(pop >= 0, n == pop, n <= top))
     argm = jnp.select(
         [ak == ArgKind.CONST, ak == ArgKind.SLOT, ak == ArgKind.TARGET, ak == ArgKind.FUNC,
          ak == ArgKind.DEPTH],
