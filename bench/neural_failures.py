@@ -25,7 +25,7 @@ from jaxcc import isa, lexer
 from jaxcc.neural import api, corpus, weights
 from jaxcc.neural import sample as S
 from jaxcc.neural import vocab as V
-from jaxcc.neural.inputs import print_items
+from jaxcc.neural.inputs import typing
 
 
 def kind(tok: int) -> str:
@@ -107,9 +107,10 @@ def main(argv=None) -> int:
                      "of": len(want), "got": V.name(g), "want": V.name(w),
                      "kinds": f"{kind(w)} -> {kind(g)}"})  # fmt: skip
         if ns.typed:
+            pt, rt = typing(tokens, nl, lex_error)
             ct = S.compile(tokens, params, jax.random.key(0), nl, 1, 0.0, 1.0, True, cfg=cfg,
                            nlimits=S.tier(n_src, cfg),
-                           print_items=print_items(tokens, nl, lex_error))  # fmt: skip
+                           print_items=pt, ret_types=rt)  # fmt: skip
             gt = np.asarray(ct.samples.tokens)[0, 0]
             et = int(np.argmax(gt == V.EOS)) + 1 if (gt == V.EOS).any() else len(gt)
             rows[-1]["typed_greedy_right"] = _with_label_prints(

@@ -7,7 +7,8 @@ labeller's sequences and CPython's ``ast``:
   the front end's items);
 * loop exits nest: while an inner loop's exit is pending, no outer loop's exit may be
   defined (the slip that made ``examples/gcd.py`` wrong);
-* inside a for loop the typed mask allows only line markers of that loop's lines.
+* inside a for loop the typed mask allows only line markers of that loop's lines;
+* a def's return type in the declarations is the front end's (``inputs.typing``).
 
 Every rule is checked at every place the labeller's sequences exercise it, and the test
 counts the places, so a rule that never applies fails it.
@@ -26,7 +27,7 @@ from jaxcc import isa, lexer
 from jaxcc.neural import corpus
 from jaxcc.neural import vocab as V
 from jaxcc.neural.assemble import masks
-from jaxcc.neural.inputs import print_items, source_features
+from jaxcc.neural.inputs import source_features, typing
 from jaxcc.neural.train import TRAIN_LIMITS
 
 NL, NV = TRAIN_LIMITS, V.NEURAL_DEFAULT
@@ -54,8 +55,8 @@ def _parses(source: str) -> bool:
 def _features(srcs):
     src, length = lexer.encode(srcs, NL)
     tokens, lex_error = jax.jit(lexer.lex, static_argnames="limits")(src, length, NL)
-    pt = jax.jit(print_items, static_argnames="limits")(tokens, NL, lex_error)
-    return source_features(tokens, NV), pt
+    pt, rt = jax.jit(typing, static_argnames="limits")(tokens, NL, lex_error)
+    return source_features(tokens, NV), (pt, rt)
 
 
 def _for_lines(source: str) -> dict[int, tuple[int, set[int]]]:
@@ -105,9 +106,11 @@ def test_typed_mask_fixes_print_depths_pops_loop_exits_and_loop_lines():
     seq = np.zeros((len(rows), NV.max_out), np.int32)
     for i, (_, t) in enumerate(rows):
         seq[i, : len(t)] = t
-    typed = np.asarray(masks(jnp.asarray(seq), feats._replace(print_items=pt), NL, NV))
+    typed = np.asarray(masks(jnp.asarray(seq), feats._replace(print_items=pt[0], ret_types=pt[1]),
+                             NL, NV))  # fmt: skip
     untyped = np.asarray(masks(jnp.asarray(seq), feats, NL, NV))
-    seen = {"depth": 0, "depth_free": 0, "pop": 0, "nest": 0, "lines": 0, "lines_free": 0}
+    seen = {"depth": 0, "depth_free": 0, "pop": 0, "nest": 0, "lines": 0, "lines_free": 0,
+            "ret": 0}  # fmt: skip
     for i, (s, t) in enumerate(rows):
         fl = _for_lines(s)
         n_lines = len(s.splitlines())
@@ -125,6 +128,10 @@ def test_typed_mask_fixes_print_depths_pops_loop_exits_and_loop_lines():
             if prev == PRINT_NEWLINE and tok == POP_N:  # nothing but the pop...
                 assert m.sum() == 1 and typed[i, p + 1].sum() == 1, (s, p)  # ...of all values
                 seen["pop"] += 1
+            if tok in (V.RET_INT, V.RET_BOOL, V.RET_NONE):  # the front end's type alone
+                rets = [V.RET_INT, V.RET_BOOL, V.RET_NONE]
+                assert m[rets].sum() == 1 and mu[rets].all(), (s, p)
+                seen["ret"] += 1
             if tok in (V.BODY, V.END):
                 pending, named = {}, set()
             name = V.name(tok)
@@ -155,5 +162,5 @@ def test_typed_mask_fixes_print_depths_pops_loop_exits_and_loop_lines():
                             seen["lines_free"] += int(mu[V.ln_tok(o)])
     # every rule applied, and each excluded tokens that the untyped mask allows
     assert seen["depth"] >= 50 and seen["depth_free"] >= 10, seen
-    assert seen["pop"] >= 30 and seen["nest"] >= 3, seen
+    assert seen["pop"] >= 30 and seen["nest"] >= 3 and seen["ret"] >= 20, seen
     assert seen["lines"] >= 100 and seen["lines_free"] >= 100, seen

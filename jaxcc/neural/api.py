@@ -36,8 +36,8 @@ import numpy as np
 from jaxcc import compiler, isa, lexer
 from jaxcc.errors import Code, Error, Limit
 from jaxcc.limits import Limits
+from jaxcc.neural import inputs, verify
 from jaxcc.neural import sample as S
-from jaxcc.neural import verify
 from jaxcc.neural.hybrid import NEURAL_LIMITS, VERIFY_LIMITS  # re-exported: evaluate uses them
 from jaxcc.neural.inputs import Bound
 from jaxcc.neural.model import Config
@@ -70,12 +70,13 @@ _SAMPLE_STATIC = ("cfg", "k", "nl", "greedy_first", "tier", "branches")
 
 
 def _sample_part(tokens, lex_error, params, key, temperature, top_p, cfg: Config, k: int,
-                 nl: Limits, greedy_first: bool, tier, print_items, branches: int) -> _Sampled:  # fmt: skip
+                 nl: Limits, greedy_first: bool, tier, print_items, branches: int,
+                 ret_types=None) -> _Sampled:  # fmt: skip
     """``choose``'s second step: k candidates per program (the first of ``key``'s halves)."""
     ks, _ = jax.random.split(key)
     c = S.compile(tokens, params, ks, nl, k, temperature, top_p, greedy_first, cfg=cfg,
                   nlimits=tier, print_items=print_items, branches=branches,
-                  live=lex_error.code == Code.OK)  # fmt: skip
+                  live=lex_error.code == Code.OK, ret_types=ret_types)  # fmt: skip
     return _Sampled(c.program, c.ok, c.bound)
 
 
@@ -108,25 +109,26 @@ _verify_jit = jax.jit(_verify_part, static_argnames=("vl", "n_probes"))
 def choose(source, length, params, key, n_params, reference, temperature, top_p,
            cfg: Config, k: int, nl: Limits = NEURAL_LIMITS, vl: Limits = VERIFY_LIMITS,
            n_probes: int = 64, greedy_first: bool = True, tier=None, print_items=None,
-           branches: int = 0) -> Chosen:  # fmt: skip
+           branches: int = 0, ret_types=None) -> Chosen:  # fmt: skip
     """Sample, verify and choose, for a batch of padded sources (UInt8[B, N], N =
     nl.max_source_bytes). n_params: Int32[B, F] parameters per function (from the front
     end); reference: an isa.Program [B, ...] at nl's shape for level 3, or None (level 2);
     tier: the sampling budget (``sample.tier``), static; default the model's own.
     print_items: Int32[B, PF, PP], the front end's print items (``debuginfo.Debug.print_items``)
-    for the typed decoding mask, or None (untyped). branches: ``sample.compile``'s (static).
+    for the typed decoding mask, or None (untyped); ret_types: Int32[B, D], each def's
+    return type (``inputs.ret_types``), or None. branches: ``sample.compile``'s (static).
     ``choose_split`` computes the same as three jits compiled side by side.
     """
     tokens, lex_error = lexer.lex(source, length, nl)
     s = _sample_part(tokens, lex_error, params, key, temperature, top_p, cfg, k, nl,
-                     greedy_first, tier, print_items, branches)  # fmt: skip
+                     greedy_first, tier, print_items, branches, ret_types)  # fmt: skip
     return _verify_part(s, tokens, lex_error, n_params, key, reference, vl, n_probes)
 
 
 def choose_split(source, length, params, key, n_params, reference, temperature, top_p,
                  cfg: Config, k: int, nl: Limits = NEURAL_LIMITS, vl: Limits = VERIFY_LIMITS,
                  n_probes: int = 64, greedy_first: bool = True, tier=None, print_items=None,
-                 branches: int = 0) -> Chosen:  # fmt: skip
+                 branches: int = 0, ret_types=None) -> Chosen:  # fmt: skip
     """``choose`` (same arguments, same result) as three jits, lexing, sampling and
     verifying, whose XLA compiles run on threads at once (XLA:CPU compiles one jit on
     fewer cores than a 2-core machine has). On the CPU a small batch's lexer compiles
@@ -137,9 +139,10 @@ def choose_split(source, length, params, key, n_params, reference, temperature, 
     triple is kept for the next call with the same shapes."""
     static = dict(cfg=cfg, k=k, nl=nl, greedy_first=greedy_first, tier=tier, branches=branches)
     lex, first, second = _compiled(source, length, params, key, n_params, temperature, top_p,
-                                   print_items, reference, vl, n_probes, static)  # fmt: skip
+                                   print_items, ret_types, reference, vl, n_probes, static)  # fmt: skip
     tokens, lex_error = lex(source, length)
-    s = first(tokens, lex_error, params, key, temperature, top_p, print_items=print_items)
+    s = first(tokens, lex_error, params, key, temperature, top_p, print_items=print_items,
+              ret_types=ret_types)  # fmt: skip
     return second(s, tokens, lex_error, n_params, key, reference)
 
 
@@ -149,8 +152,9 @@ _COMPILED: dict = {}
 
 
 def _compiled(source, length, params, key, n_params, temperature, top_p, print_items,
-              reference, vl: Limits, n_probes: int, static: dict):  # fmt: skip
-    arrays = (source, length, params, key, n_params, temperature, top_p, print_items, reference)
+              ret_types, reference, vl: Limits, n_probes: int, static: dict):  # fmt: skip
+    arrays = (source, length, params, key, n_params, temperature, top_p, print_items, ret_types,
+              reference)  # fmt: skip
     sig = _signature(arrays, (vl, n_probes, tuple(sorted(static.items()))))
     triple = _COMPILED.get(sig)
     if triple is not None:
@@ -162,7 +166,7 @@ def _compiled(source, length, params, key, n_params, temperature, top_p, print_i
         lex = compiler.lex_jit(source.shape[0]).trace(source, length, nl)
         tokens, lex_error = lex.out_info
         first = _sample_jit.trace(tokens, lex_error, params, key, temperature, top_p,
-                                  print_items=print_items, **static)  # fmt: skip
+                                  print_items=print_items, ret_types=ret_types, **static)  # fmt: skip
         jobs = [pool.submit(lambda t=t: t.lower().compile()) for t in (first, lex)]
         second = _verify_jit.trace(first.out_info, tokens, lex_error, n_params, key,
                                    reference, vl=vl, n_probes=n_probes)  # fmt: skip
@@ -301,6 +305,7 @@ def compile_many(sources, limits: Limits, mode: str = "neural", k: int = 16,
                 tier=_tier([data[j] for j in todo], cfg, nl),
                 print_items=_print_item_table([debug[j] for j in idx]) if typed else None,
                 branches=branches,
+                ret_types=inputs.ret_types(det) if typed else None,
             )  # fmt: skip
         )
         for r, j in enumerate(todo):

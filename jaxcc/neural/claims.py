@@ -175,15 +175,14 @@ def judge(source, length, params, ref, key, temperature, cfg: Config, k: int, nl
     """k samples per program of a chunk, judged at levels 1-3, in one jit. ``typed``:
     sample with the typed decoding mask (the front end's print items, as the hybrid
     does); measurements before 2026-11-27 evening were untyped."""
-    from jaxcc.neural.inputs import print_items
+    from jaxcc.neural.inputs import typing
 
     b = source.shape[0]
     tokens, lex_error = lexer.lex(source, length, nl)
     keys = jax.vmap(lambda i: jax.random.split(jax.random.fold_in(key, i), 3))(jnp.arange(b))
-    items = print_items(tokens, nl, lex_error) if typed else None
-    cands, ok, _ = hybrid.sample_each(
-        tokens, params, keys[:, 0], k, nl, temperature, 1.0, False, cfg, print_items=items
-    )
+    items, rets = typing(tokens, nl, lex_error) if typed else (None, None)
+    cands, ok, _ = hybrid.sample_each(tokens, params, keys[:, 0], k, nl, temperature, 1.0,
+                                      False, cfg, print_items=items, ret_types=rets)  # fmt: skip
     ref = hybrid._widths(ref, nl.max_code, n_funcs)
     probes = verify.make_probes(tokens, ref.fn_nparams, keys[0, 1], n_probes)
     v3 = verify.verify_against(cands, ref, probes, vl)

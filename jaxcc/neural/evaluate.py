@@ -109,16 +109,18 @@ def judged(src, length, params, key, ref, temperature, cfg, k, greedy_first, n_p
     """(Candidates, Bool[B, k] accepted): k samples per source (top-p off), each judged
     against ``ref`` on the module body and ``n_probes`` inputs per function. ``typed``
     (static): sample with the typed decoding mask (the front end's print items, as
-    ``compile_many`` and ``hybrid_compile`` do: ``items``, or computed here from the
-    tokens when None); False: the untyped mask. ``branches`` (static): that many of
+    ``compile_many`` and ``hybrid_compile`` do: ``items``, the pair (print items,
+    return types) of ``inputs.typing``, or computed here from the tokens when None);
+    False: the untyped mask. ``branches`` (static): that many of
     the k candidates are branches of the greedy sequence (``sample.compile``'s)."""
     ks, kp = jax.random.split(key)
     tokens, lex_error = lexer.lex(src, length, nl)
     if typed and items is None:
-        items = inputs.print_items(tokens, nl, lex_error)
+        items = inputs.typing(tokens, nl, lex_error)
+    pt, rt = items if typed else (None, None)
     c = S.compile(tokens, params, ks, nl, k, temperature, 1.0, greedy_first, cfg=cfg,
-                  nlimits=tier, span_decode=span_decode,
-                  print_items=items if typed else None, branches=branches)  # fmt: skip
+                  nlimits=tier, span_decode=span_decode, print_items=pt, ret_types=rt,
+                  branches=branches)  # fmt: skip
     probes = verify.make_probes(tokens, ref.fn_nparams, kp, n_probes)
     v = verify.verify_against(c.program, ref, probes, vl)
     return c, v.accepted & c.ok
@@ -139,7 +141,7 @@ _judge_jit = jax.jit(
 @functools.partial(jax.jit, static_argnames=("limits",))
 def _print_items_jit(src, length, limits):
     tokens, lex_error = lexer.lex(src, length, limits)
-    return inputs.print_items(tokens, limits, lex_error)
+    return inputs.typing(tokens, limits, lex_error)
 
 
 def throughput(cfg, params, sources, nl, ks=(16, 256, 1000), budget_s: float = 60.0,

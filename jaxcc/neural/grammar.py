@@ -27,7 +27,8 @@ from an untrained model and runs them in the VM):
   the sampler gives an allowed value print the probability of both, ``fold_prints``);
   a value print's depth is the number of its call's values from it on, and the
   PRINT_NEWLINE of a call with m values is followed at once by ``POP_N m``, as the
-  code generator writes them (in reachable code);
+  code generator writes them (in reachable code); and a ``def``'s declared return type
+  is the front end's (``Context.ret_types``, where given);
 * loops nest: while a FOR_RANGE's exit label is pending, no label first named before
   it may be defined (except by the closing rule below), and (typed mask, from the
   source's layout, ``Src.loop_end``) its code marks only lines of its own loop;
@@ -105,6 +106,7 @@ class Context(NamedTuple):
     max_funcs: object  # Int32[]  functions (module body included), <= MAX_FUNCS
     print_items: object  # Int32[MAX_FUNCS, MAX_PRINTS]  Debug.print_items (-1: unknown)
     loop_end: object  # Int32[N_LINES + 1]  Src.loop_end (typed mask only; zeros: unknown)
+    ret_types: object  # Int32[MAX_DECLS]  each def's return type, isa.T_* (-1: unknown)
 
 
 class State(NamedTuple):
@@ -139,17 +141,25 @@ class State(NamedTuple):
 
 
 def context(n_lits, n_lines, max_out, max_code, max_locals, max_funcs, print_items=None,
-            loop_end=None) -> Context:  # fmt: skip
+            loop_end=None, ret_types=None) -> Context:  # fmt: skip
     """The Context of one sequence, or of a batch when the scalars have a leading axis
     (``print_items``: Int32[..., PF, PP] from ``Debug.print_items``, cut or padded with -1 to
     [MAX_FUNCS, MAX_PRINTS]; None: no typed mask. ``loop_end``: Int32[..., N_LINES + 1],
-    ``Src.loop_end``, used only with print items, as part of the typed mask)."""
+    ``Src.loop_end``, used only with print items, as part of the typed mask. ``ret_types``:
+    Int32[..., D], the front end's return type of each ``def`` in source order, isa.T_*,
+    cut or padded with -1 to MAX_DECLS; None: not known)."""
     i = lambda x: jnp.asarray(x, jnp.int32)  # noqa: E731
     lead = jnp.shape(n_lits)
     if print_items is None or loop_end is None:
         le = jnp.zeros((*lead, V.N_LINES + 1), jnp.int32)
     else:
         le = i(loop_end)
+    if ret_types is None:
+        rt = jnp.full((*lead, MAX_DECLS), -1, jnp.int32)
+    else:
+        rt = i(ret_types)[..., :MAX_DECLS]
+        pad = [(0, 0)] * (rt.ndim - 1) + [(0, MAX_DECLS - rt.shape[-1])]
+        rt = jnp.pad(rt, pad, constant_values=-1)
     if print_items is None:
         pt = jnp.full((*lead, MAX_FUNCS, MAX_PRINTS), -1, jnp.int32)
     else:
@@ -160,10 +170,10 @@ def context(n_lits, n_lines, max_out, max_code, max_locals, max_funcs, print_ite
         ]
         pt = jnp.pad(pt, pad, constant_values=-1)
     return Context(i(n_lits), i(n_lines), i(max_out), i(max_code), i(max_locals),
-                   jnp.minimum(i(max_funcs), MAX_FUNCS), pt, le)  # fmt: skip
+                   jnp.minimum(i(max_funcs), MAX_FUNCS), pt, le, rt)  # fmt: skip
 
 
-_TRAILING = {"print_items": 2, "loop_end": 1}  # Context fields that are not scalars
+_TRAILING = {"print_items": 2, "loop_end": 1, "ret_types": 1}  # Context fields that are not scalars
 
 
 def broadcast(c: Context, b: int) -> Context:
@@ -291,7 +301,11 @@ def allowed(s: State, c: Context):
     is_param = jnp.any(params[None, :] == k[:, None], axis=1)
     more = (s.decl_np[cur] < V.MAX_PARAMS) & ~close
     pmask = put(jnp.zeros(V.VOCAB, bool), V.VAR_BASE, user & ~is_param & more)
-    pmask = pmask.at[V.RET_NONE].set(True).at[V.RET_INT].set(~close).at[V.RET_BOOL].set(~close)
+    # the return type: the front end's where it is known (while closing, RET_NONE only)
+    rt = c.ret_types[cur]
+    pmask = pmask.at[V.RET_NONE].set(close | (rt < 0) | (rt == isa.T_NONE))
+    pmask = pmask.at[V.RET_INT].set(~close & ((rt < 0) | (rt == isa.T_INT)))
+    pmask = pmask.at[V.RET_BOOL].set(~close & ((rt < 0) | (rt == isa.T_BOOL)))
 
     # --- body: ops
     d = s.depth

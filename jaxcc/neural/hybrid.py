@@ -43,7 +43,7 @@ import jax.numpy as jnp
 from jaxcc import isa, lexer, middle, parser
 from jaxcc.errors import Code, Error
 from jaxcc.limits import Limits
-from jaxcc.neural import router, verify
+from jaxcc.neural import inputs, router, verify
 from jaxcc.neural import sample as S
 from jaxcc.neural.grammar import MAX_FUNCS
 from jaxcc.neural.model import Config
@@ -199,22 +199,24 @@ def _slots(routed, m: int):
 
 def sample_each(tokens, params, keys, k: int, nl: Limits, temperature, top_p,
                 greedy_first: bool, cfg: Config, tier=None, print_items=None,
-                branches: int = 0):  # fmt: skip
+                branches: int = 0, ret_types=None):  # fmt: skip
     """k candidates per program: ``sample.compile`` on each program (Tokens [m, T]) with
     its own key (keys: [m]), vmapped over programs, so a program's candidates do not
     depend on its position in the batch. Returns (program [m, k, ...], ok Bool[m, k],
     bound Int32[m]). tier: the sampling budget (``sample.tier``; default the model's).
-    print_items: Int32[m, PF, PP], the typed mask's print items, or None (untyped).
+    print_items: Int32[m, PF, PP], the typed mask's print items, or None (untyped);
+    ret_types: Int32[m, D], its return types (``inputs.typing``), or None.
     branches: ``sample.compile``'s."""
 
-    def one(tok, key, pt):
+    def one(tok, key, pt, rt):
         tok1 = jax.tree.map(lambda x: x[None], tok)
         pt1 = None if pt is None else pt[None]
+        rt1 = None if rt is None else rt[None]
         c = S.compile(tok1, params, key, nl, k, temperature, top_p, greedy_first, cfg=cfg,
-                      nlimits=tier, print_items=pt1, branches=branches)  # fmt: skip
+                      nlimits=tier, print_items=pt1, branches=branches, ret_types=rt1)  # fmt: skip
         return jax.tree.map(lambda x: x[0], (c.program, c.ok, c.bound))
 
-    return jax.vmap(one)(tokens, keys, print_items)
+    return jax.vmap(one)(tokens, keys, print_items, ret_types)
 
 
 @functools.partial(
@@ -263,7 +265,7 @@ def hybrid_compile(source, length, params, router_params, threshold, key,
     token budget (``sample.tier(n, cfg)`` for sources of at most n tokens; default the
     model's own): a shorter one makes sampling several times cheaper, and a source over
     it gets no candidate (FALLBACK). typed: sample with the typed decoding mask (the
-    deterministic front end's print items, ``Debug.print_items``). branches: that many of
+    deterministic front end's print items, ``Debug.print_items``, and return types). branches: that many of
     the k candidates are branches of the greedy sequence (``sample.compile``).
 
     Returns ``Hybrid`` (see the module docstring for what is computed). Cost: the
@@ -299,9 +301,10 @@ def hybrid_compile(source, length, params, router_params, threshold, key,
     ks = jax.vmap(lambda kk: jax.random.split(kk))(sub_keys)  # [m, 2] keys
     if propose is None:
         print_items = debug.print_items[rows] if typed else None
+        rets = inputs.ret_types(jax.tree.map(take, det)) if typed else None
         cands, ok, bound = sample_each(
             sub_tokens, params, ks[:, 0], k, nl, temperature, top_p, greedy_first, cfg, tier,
-            print_items, branches,
+            print_items, branches, rets,
         )  # fmt: skip
     else:
         cands, ok, bound = propose(params, sub_tokens, ref, ks[:, 0])

@@ -58,6 +58,9 @@ class Src(NamedTuple):
     # the last line of that loop (the line before the next statement that is not inside
     # it, N_LINES at the end of the file); 0 elsewhere. Read by the typed mask only.
     loop_end: object = None
+    # Int32[Array, "B D"]  the front end's return type (isa.T_*) of each def, in source
+    # order (Program.fn_rettype[:, 1:]); read by the typed mask only; None: not known
+    ret_types: object = None
 
 
 def _one(kind, value, line, n_tokens, max_src: int):
@@ -168,8 +171,27 @@ def print_items(tokens, limits, lex_error=None):
     (``debuginfo.Debug.print_items``: parse, resolve names, infer types), for the typed
     decoding mask (``sample.compile(..., print_items=...)``). Batched Tokens at
     ``limits``' shapes; a program the front end rejects gets -1 everywhere (no typing)."""
+    return typing(tokens, limits, lex_error)[0]
+
+
+def typing(tokens, limits, lex_error=None):
+    """(print_items Int32[B, PF, PP], ret_types Int32[B, F - 1]): what the typed decoding
+    mask reads of the deterministic front end: ``print_items`` above and each def's
+    return type (``ret_types``: isa.T_*, in source order). -1 everywhere for a program
+    the front end rejects."""
     from jaxcc import middle, parser
 
     ast, parse_error = parser.parse(tokens, limits, lex_error=lex_error)
-    _, error, debug = middle.middle_end_debug(ast, tokens, limits, parse_error)
-    return jnp.where((error.code == 0)[:, None, None], debug.print_items, -1)
+    program, error, debug = middle.middle_end_debug(ast, tokens, limits, parse_error)
+    ok = error.code == 0
+    return (jnp.where(ok[:, None, None], debug.print_items, -1),
+            jnp.where(ok[:, None], ret_types(program), -1))  # fmt: skip
+
+
+def ret_types(program):
+    """Int32[..., F - 1]: the return type of each def (function ids 1, 2, ..., in source
+    order) from a Program's ``fn_rettype``; -1 beyond ``n_funcs``."""
+    rt = jnp.asarray(program.fn_rettype)[..., 1:]
+    f = jnp.arange(1, rt.shape[-1] + 1)
+    n = jnp.asarray(program.n_funcs)[..., None]
+    return jnp.where(jnp.broadcast_to(f, rt.shape) < n, rt, -1)

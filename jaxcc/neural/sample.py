@@ -337,7 +337,7 @@ def compile(tokens, params, key, limits: Limits | None = None, k: int = 16,  # n
             temperature=0.8, top_p=0.95, greedy_first: bool = True,
             cfg: Config | None = None, nlimits: V.NeuralLimits | None = None,
             span_decode: bool | None = None, print_items=None,
-            branches: int = 0, live=None) -> Candidates:  # fmt: skip
+            branches: int = 0, live=None, ret_types=None) -> Candidates:  # fmt: skip
     """k candidate programs per source: ``jaxcc.tokens.Tokens`` (batched) to Program
     arrays shaped [B, k, ...]; reshape to [B * k, ...] for ``vm.run`` (candidate j of
     program b is row b * k + j). ``params``: the model's parameters (``weights.load``),
@@ -348,7 +348,8 @@ def compile(tokens, params, key, limits: Limits | None = None, k: int = 16,  # n
     (or longer than nlimits.max_src) are marked not ok. ``span_decode``: ``sample``'s.
     ``print_items``: Int32[B, PF, PP], the front end's print items
     (``debuginfo.Debug.print_items``, ``inputs.print_items``): the typed decoding mask
-    (``grammar``); None: the untyped mask.
+    (``grammar``); None: the untyped mask. ``ret_types``: Int32[B, D], each def's return
+    type from the front end (``inputs.typing``), part of the typed mask; None: not known.
 
     ``branches`` (static int, at most k - 1): decode greedily once first, then make
     candidates 1..branches that greedy sequence with one token changed, the departures
@@ -367,7 +368,7 @@ def compile(tokens, params, key, limits: Limits | None = None, k: int = 16,  # n
     limits = limits or DEFAULT
     cfg = cfg or Config()
     nl = nlimits or cfg.nlimits
-    src = source_features(tokens, nl)._replace(print_items=print_items)
+    src = source_features(tokens, nl)._replace(print_items=print_items, ret_types=ret_types)
     skip = src.error != 0
     if live is not None:
         skip = skip | ~live
