@@ -102,11 +102,11 @@ def _labelled(srcs):
 def test_typed_mask_fixes_print_depths_pops_loop_exits_and_loop_lines():
     rows = _labelled(_sources())
     srcs = [s for s, _ in rows]
-    feats, pt = _features(srcs)
+    feats, (items, rets) = _features(srcs)
     seq = np.zeros((len(rows), NV.max_out), np.int32)
     for i, (_, t) in enumerate(rows):
         seq[i, : len(t)] = t
-    typed = np.asarray(masks(jnp.asarray(seq), feats._replace(print_items=pt[0], ret_types=pt[1]),
+    typed = np.asarray(masks(jnp.asarray(seq), feats._replace(print_items=items, ret_types=rets),
                              NL, NV))  # fmt: skip
     untyped = np.asarray(masks(jnp.asarray(seq), feats, NL, NV))
     seen = {"depth": 0, "depth_free": 0, "pop": 0, "nest": 0, "lines": 0, "lines_free": 0,

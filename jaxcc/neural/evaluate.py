@@ -84,9 +84,9 @@ def judge(sources, cfg, params, key, k, temperature, greedy_first, n_probes, nl,
         r = jax.tree.map(lambda x, sel=sel: x[sel], ref)
         tier = S.tier(int(n_src[idx].max()), cfg)
         t0 = time.time()
-        # the front end's print items in a jit of their own: one compile per batch shape,
-        # not one per sampling tier
-        items = _print_items_jit(src, length, nl) if typed else None
+        # the front end's print items and return types in a jit of their own: one compile
+        # per batch shape, not one per sampling tier
+        items = _typing_jit(src, length, nl) if typed else None
         v = _judge_jit(src, length, params, jax.random.fold_in(key, i), r, temperature, cfg, k,
                        greedy_first, n_probes, nl, vl, tier, items, branches)  # fmt: skip
         acc = np.asarray(jax.device_get(v))
@@ -139,7 +139,7 @@ _judge_jit = jax.jit(
 
 
 @functools.partial(jax.jit, static_argnames=("limits",))
-def _print_items_jit(src, length, limits):
+def _typing_jit(src, length, limits):
     tokens, lex_error = lexer.lex(src, length, limits)
     return inputs.typing(tokens, limits, lex_error)
 

@@ -239,6 +239,13 @@ def _label_ok(s: State, target_depth):
     return jnp.where(s.dead, dead_ok, reach_ok)
 
 
+def _inner_loop(s: State):
+    """The innermost open loop's exit: the largest pending label a FOR_RANGE names (labels
+    are numbered in order of first appearance); -1 outside every loop."""
+    j = jnp.arange(V.N_LABELS)
+    return jnp.max(jnp.where((s.lab_state == L_PENDING) & s.lab_for, j, -1))
+
+
 def _definable(s: State, close):
     """Bool[N_LABELS]: labels a LABEL here may define (a pending one whose depth fits,
     or the next new one; only pending ones while closing). Loops nest: while a loop's
@@ -247,8 +254,7 @@ def _definable(s: State, close):
     j = jnp.arange(V.N_LABELS)
     pend = s.lab_state == L_PENDING
     fits = jnp.where(s.dead, True, (s.lab_depth < 0) | (s.lab_depth == s.depth))
-    inner = jnp.max(jnp.where(pend & s.lab_for, j, -1))  # the innermost open loop's exit
-    ok = pend & fits & ((j >= inner) | close)
+    ok = pend & fits & ((j >= _inner_loop(s)) | close)
     new = (j == s.n_lab) & (s.n_lab < V.N_LABELS) & ~(close & jnp.any(ok))
     return ok | new
 
@@ -344,7 +350,7 @@ def allowed(s: State, c: Context):
     ln_no = jnp.arange(V.N_LINES) + 1
     lines = (ln_no <= c.n_lines) & ~close & (pop < 0)
     # (typed) inside a loop, only its own lines: the innermost open loop's exit
-    inner = jnp.max(jnp.where((s.lab_state == L_PENDING) & s.lab_for, jnp.arange(V.N_LABELS), -1))
+    inner = _inner_loop(s)
     ic = jnp.clip(inner, 0, V.N_LABELS - 1)
     lo, hi = s.lab_lo[ic], s.lab_hi[ic]
     lines &= (inner < 0) | (hi == 0) | ((ln_no >= lo) & (ln_no <= hi))

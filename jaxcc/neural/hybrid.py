@@ -295,13 +295,14 @@ def hybrid_compile(source, length, params, router_params, threshold, key,
     take = lambda x: x[rows]  # noqa: E731
     sub_tokens = jax.tree.map(take, tokens)
     sub_keys = keys[rows]
-    ref = _widths(jax.tree.map(take, det), min(n_i, nl.max_code), n_fp)
+    sub_det = jax.tree.map(take, det)
+    ref = _widths(sub_det, min(n_i, nl.max_code), n_fp)
 
     # 4. k candidates each, level-3 verification against the deterministic code
     ks = jax.vmap(lambda kk: jax.random.split(kk))(sub_keys)  # [m, 2] keys
     if propose is None:
         print_items = debug.print_items[rows] if typed else None
-        rets = inputs.ret_types(jax.tree.map(take, det)) if typed else None
+        rets = inputs.ret_types(sub_det) if typed else None
         cands, ok, bound = sample_each(
             sub_tokens, params, ks[:, 0], k, nl, temperature, top_p, greedy_first, cfg, tier,
             print_items, branches, rets,
