@@ -34,6 +34,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 
 from jaxcc import isa, ops
@@ -57,10 +58,12 @@ from jaxcc.syntax import BoolOp, ConstKind, Ctx, Node, UnaryOp
 from jaxcc.typecheck import M_BOOL, mask_to_type
 
 # opcode per AST sub-kind (index = BinOp / UnaryOp / CmpOp value), from ops.py; unary +
-# emits nothing (its NOP entry is never used: the rule below skips UAdd)
-_BINOP_OP = jnp.array(ops.opcode_table(Node.BINOP), I32)
-_UNARY_OP = jnp.array(ops.opcode_table(Node.UNARYOP), I32)
-_CMP_OP = jnp.array(ops.opcode_table(Node.CMPOP), I32)
+# emits nothing (its NOP entry is never used: the rule below skips UAdd). NumPy, not jnp:
+# a jnp array made at import time inside a trace (a first import from a jitted function)
+# would be that trace's tracer
+_BINOP_OP = np.array(ops.opcode_table(Node.BINOP), np.int32)
+_UNARY_OP = np.array(ops.opcode_table(Node.UNARYOP), np.int32)
+_CMP_OP = np.array(ops.opcode_table(Node.CMPOP), np.int32)
 # builtins that are one instruction: after their one argument (abs), or between every
 # two arguments, a fold (min, max); (builtin code, opcode) in id order
 _B_UNARY = tuple(
@@ -82,7 +85,7 @@ def _fold_opcode(pbuiltin):
 
 
 def _tbl(t, i):
-    return t[jnp.clip(i, 0, t.shape[0] - 1)]
+    return jnp.asarray(t)[jnp.clip(i, 0, t.shape[0] - 1)]
 
 
 class Code_(NamedTuple):

@@ -1,14 +1,25 @@
 """The decoding mask's structural rules (docs/neural.md section 3), checked against the
-labeller's sequences and CPython's ``ast``:
+labeller's sequences and CPython's ``ast`` and ``tokenize``:
 
-* ``Src.loop_end`` (from the tokens' layout) against ``ast.For``'s line extents;
+* ``Src.block_end`` and ``Src.stmt_end`` (from the tokens' layout) against the line
+  extents of ``ast.If``, ``ast.While`` and ``ast.For``; ``Src.code_lines`` against the
+  lines where ``ast`` nodes start and the lines ``tokenize`` finds no code on;
+  ``Src.stmt_fn`` and ``Src.return_lines`` against ``ast``'s statements and returns;
 * the typed mask fixes each value print's depth and the ``POP_N`` after a print call's
   ``PRINT_NEWLINE`` (one allowed token where the labeller writes them, several without
   the front end's items);
 * loop exits nest: while an inner loop's exit is pending, no outer loop's exit may be
   defined (the slip that made ``examples/gcd.py`` wrong);
-* inside a for loop the typed mask allows only line markers of that loop's lines;
-* a def's return type in the declarations is the front end's (``inputs.typing``).
+* while a label that ends a statement is pending (a for loop's exit; an if's or while's
+  jump past its body; an if's jump past its elif and else parts), the typed mask allows
+  only line markers of that statement's lines, and never a line without code; between
+  statements lines go forward (or back to the header of a body around them); the
+  implicit return comes only after every statement line of the body is marked;
+* a def's return type in the declarations is the front end's (``inputs.typing``);
+* conditional jumps go forward; ``return``, ``assert`` and an expression statement's pop
+  come only at the statement depth (one value above the open loops' ranges), a store of a
+  name only there and of the temporary only above it; inside ``and`` / ``or`` no
+  statement-only op.
 
 Every rule is checked at every place the labeller's sequences exercise it, and the test
 counts the places, so a rule that never applies fails it.
@@ -17,7 +28,10 @@ counts the places, so a rule that never applies fails it.
 from __future__ import annotations
 
 import ast
+import collections
 import glob
+import io
+import tokenize
 
 import jax
 import jax.numpy as jnp
@@ -25,8 +39,9 @@ import numpy as np
 
 from jaxcc import isa, lexer
 from jaxcc.neural import corpus
+from jaxcc.neural import grammar as G
 from jaxcc.neural import vocab as V
-from jaxcc.neural.assemble import masks
+from jaxcc.neural.assemble import context, masks
 from jaxcc.neural.inputs import source_features, typing
 from jaxcc.neural.train import TRAIN_LIMITS
 
@@ -59,35 +74,113 @@ def _features(srcs):
     return source_features(tokens, NV), (pt, rt)
 
 
-def _for_lines(source: str) -> dict[int, tuple[int, set[int]]]:
-    """For each ``for`` statement's line: its last line and the start lines of the
-    statements outside it (CPython's ast)."""
-    tree = ast.parse(source)
-    starts = {n.lineno for n in ast.walk(tree) if isinstance(n, ast.stmt)}
+def _node_lines(nodes) -> list[int]:
+    return [n.lineno for x in nodes for n in ast.walk(x) if hasattr(n, "lineno")]
+
+
+def _extents(source: str) -> dict[int, tuple[int, int]]:
+    """For each if / elif / while / for statement's line: (the last line of its header and
+    body where a node starts, the same through its elif and else parts) (CPython's ast)."""
     out = {}
-    for n in ast.walk(tree):
-        if isinstance(n, ast.For):
-            out[n.lineno] = (n.end_lineno, {s for s in starts if not n.lineno <= s <= n.end_lineno})
+    for n in ast.walk(ast.parse(source)):
+        if isinstance(n, (ast.If, ast.While, ast.For)):
+            head = [n.target, n.iter] if isinstance(n, ast.For) else [n.test]
+            body = max([n.lineno] + _node_lines(head + n.body))
+            out[n.lineno] = (body, max(_node_lines([n])) if isinstance(n, ast.If) else body)
     return out
 
 
-def test_loop_end_matches_the_ast():
+def _no_code_lines(source: str) -> set[int]:
+    """Lines where tokenize finds nothing but comments and layout."""
+    code = {t.start[0] for t in tokenize.generate_tokens(io.StringIO(source).readline)
+            if t.type not in (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE,
+                              tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER)}  # fmt: skip
+    return set(range(1, len(source.splitlines()) + 1)) - code
+
+
+def _statements(source: str) -> tuple[dict[int, int], set[int]]:
+    """({line: 1 + its body's index} for each line where a logical line starts with a
+    statement that writes code (not ``pass``, ``def``, ``elif``), the lines with a
+    ``return``) (CPython's ast; the f-th def in source order is body f, the module 0)."""
+    tree = ast.parse(source)
+    text = source.splitlines()
+    defs = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
+    first: dict[int, ast.stmt] = {}
+    for n in ast.walk(tree):
+        if isinstance(n, ast.stmt) and (n.lineno not in first
+                                        or n.col_offset < first[n.lineno].col_offset):  # fmt: skip
+            first[n.lineno] = n
+    out = {}
+    for line, n in first.items():
+        t = text[line - 1]
+        if n.col_offset != len(t) - len(t.lstrip()):  # not where its logical line starts
+            continue
+        if isinstance(n, (ast.Pass, ast.FunctionDef)) or t.split()[0].rstrip(":") == "elif":
+            continue
+        out[line] = 1 + next((f for f, d in enumerate(defs, 1)
+                              if d.lineno < line <= d.end_lineno), 0)  # fmt: skip
+    returns = {n.lineno for n in ast.walk(tree) if isinstance(n, ast.Return)}
+    return out, returns
+
+
+def _logical_lines(source: str) -> tuple[set[int], set[int]]:
+    """(first lines of logical lines with a conditional expression, lines with a ``;`` or a
+    ``:`` outside brackets followed by code) (CPython's tokenize)."""
+    cond, multi = set(), set()
+    first, depth, prev, prev_depth = None, 0, None, 0
+    for t in tokenize.generate_tokens(io.StringIO(source).readline):
+        if t.type in (tokenize.COMMENT, tokenize.NL, tokenize.INDENT, tokenize.DEDENT):
+            continue
+        if t.type in (tokenize.NEWLINE, tokenize.ENDMARKER):  # a ':' ending its line: none
+            first, prev = None, None
+            continue
+        if prev is not None and prev.string == ":" and prev_depth == 0:
+            multi.add(prev.start[0])
+        if t.string == ";":
+            multi.add(t.start[0])
+        if first is None:
+            first = t.start[0]
+        elif t.type == tokenize.NAME and t.string == "if":
+            cond.add(first)
+        prev_depth = depth
+        depth += (t.string == "(") - (t.string == ")")
+        prev = t
+    return cond, multi
+
+
+def test_blocks_and_code_lines_match_the_ast():
     srcs = _sources()
     feats, _ = _features(srcs)
-    le = np.asarray(feats.loop_end)
-    loops = 0
+    be, se, cl = (np.asarray(x) for x in (feats.block_end, feats.stmt_end, feats.code_lines))
+    sf, rl = np.asarray(feats.stmt_fn), np.asarray(feats.return_lines)
+    cd, ml = np.asarray(feats.cond_lines), np.asarray(feats.multi_lines)
+    seen = collections.Counter()
     for j, s in enumerate(srcs):
-        fl = _for_lines(s)
+        cond, multi = _logical_lines(s)
+        np.testing.assert_array_equal(np.flatnonzero(cd[j]), sorted(cond), err_msg=s)
+        np.testing.assert_array_equal(np.flatnonzero(ml[j]), sorted(multi), err_msg=s)
+        seen["cond"] += len(cond)
+        seen["multi"] += len(multi)
+        stmts, returns = _statements(s)
+        want_sf = np.zeros(V.N_LINES + 1, np.int32)
+        want_sf[list(stmts)] = list(stmts.values())
+        np.testing.assert_array_equal(sf[j], want_sf, err_msg=s)
+        np.testing.assert_array_equal(np.flatnonzero(rl[j]), sorted(returns), err_msg=s)
+        seen["in_defs"] += int((want_sf > 1).sum())
+        seen["returns"] += len(returns)
+        ext = _extents(s)
         for line in range(1, V.N_LINES + 1):
-            if line not in fl:
-                assert le[j, line] == 0, (s, line)
-                continue
-            end, outside = fl[line]
-            loops += 1
-            # the loop's last line is inside the bound; no statement outside it is
-            assert end <= le[j, line], (s, line)
-            assert not any(end < o <= le[j, line] for o in outside), (s, line)
-    assert loops >= 20, loops
+            want = ext.get(line, (0, 0))
+            assert (be[j, line], se[j, line]) == want, (s, line, want)
+            seen["ifs" if want[1] > want[0] else "blocks"] += want[0] > 0
+        for line in _node_lines(ast.parse(s).body):
+            assert cl[j, line] == 1, (s, line)  # every line a node starts on may be marked
+        for line in _no_code_lines(s):
+            assert cl[j, line] == 0, (s, line)
+            seen["no_code"] += 1
+    assert seen["blocks"] >= 50 and seen["ifs"] >= 10 and seen["no_code"] >= 50, seen
+    assert seen["in_defs"] >= 100 and seen["returns"] >= 20, seen
+    assert seen["cond"] >= 20 and seen["multi"] >= 20, seen
 
 
 def _labelled(srcs):
@@ -99,28 +192,63 @@ def _labelled(srcs):
     return rows
 
 
-def test_typed_mask_fixes_print_depths_pops_loop_exits_and_loop_lines():
+def _states(seq, feats):
+    """(depth, dead, statement depth) before each token of each sequence (the mask's
+    own bookkeeping, read to know where the labeller's code is reachable)."""
+    ctx = G.broadcast(context(feats, NL, NV), seq.shape[0])
+
+    def one(toks, c):
+        def body(st, tok):
+            return G.step(st, tok, c)[0], (st.depth, st.dead, G._statement_depth(st))
+
+        return jax.lax.scan(body, G.init(), toks)[1]
+
+    return [np.asarray(x) for x in jax.jit(jax.vmap(one))(jnp.asarray(seq), ctx)]
+
+
+LABELS = np.arange(V.N_LABELS) + V.LAB_BASE
+COND = {V.op_tok(o) for o in (isa.Op.JUMP_IF_FALSE, isa.Op.JUMP_IF_TRUE,
+                              isa.Op.JUMP_IF_FALSE_OR_POP, isa.Op.JUMP_IF_TRUE_OR_POP)} | {FOR_RANGE}  # fmt: skip
+OR_POP = {V.op_tok(isa.Op.JUMP_IF_FALSE_OR_POP), V.op_tok(isa.Op.JUMP_IF_TRUE_OR_POP)}
+JIF, JUMP = V.op_tok(isa.Op.JUMP_IF_FALSE), V.op_tok(isa.Op.JUMP)
+AT_STMT = [V.op_tok(o) for o in (isa.Op.RETURN_VALUE, isa.Op.POP_TOP, isa.Op.ASSERT)]
+STMT_ONLY = AT_STMT + [V.op_tok(o) for o in (isa.Op.PRINT_INT, isa.Op.PRINT_BOOL, isa.Op.POP_N,
+                                             isa.Op.PRINT_NEWLINE, isa.Op.FOR_RANGE)]  # fmt: skip
+STORE = V.op_tok(isa.Op.STORE_VAR)
+OPS = set(range(V.OP_BASE, V.OP_BASE + V.N_TOKEN_OPS))
+
+
+def test_typed_mask_fixes_prints_returns_labels_lines_and_statement_structure():
     rows = _labelled(_sources())
     srcs = [s for s, _ in rows]
     feats, (items, rets) = _features(srcs)
+    tfeats = feats._replace(print_items=items, ret_types=rets)
     seq = np.zeros((len(rows), NV.max_out), np.int32)
     for i, (_, t) in enumerate(rows):
         seq[i, : len(t)] = t
-    typed = np.asarray(masks(jnp.asarray(seq), feats._replace(print_items=items, ret_types=rets),
-                             NL, NV))  # fmt: skip
+    typed = np.asarray(masks(jnp.asarray(seq), tfeats, NL, NV))
     untyped = np.asarray(masks(jnp.asarray(seq), feats, NL, NV))
-    seen = {"depth": 0, "depth_free": 0, "pop": 0, "nest": 0, "lines": 0, "lines_free": 0,
-            "ret": 0}  # fmt: skip
+    depth, dead, sdepth = _states(seq, tfeats)
+    ret_tok = V.op_tok(isa.Op.RETURN_VALUE)
+    seen = collections.Counter()
     for i, (s, t) in enumerate(rows):
-        fl = _for_lines(s)
+        ext = _extents(s)
+        no_code = _no_code_lines(s)
+        stmts, returns = _statements(s)
+        cond, _ = _logical_lines(s)
+        fn, marked, top = -1, set(), 0
         n_lines = len(s.splitlines())
         line = 0
         named: set[int] = set()  # labels of this body so far
-        pending: dict[int, tuple[bool, int]] = {}  # label -> (a loop exit, loop's line)
+        defined: set[int] = set()
+        # label -> (a loop exit, an and/or jump's, lines of the statement it ends or None)
+        pending: dict[int, tuple[bool, bool, tuple[int, int] | None]] = {}
         for p, tok in enumerate(t):
             m, mu = typed[i, p], untyped[i, p]
             assert m[tok], (s, p, V.name(tok))  # the labeller's sequence is never excluded
             prev = t[p - 1] if p else None
+            live = not dead[i, p]
+            d, sd = depth[i, p], sdepth[i, p]
             if prev in PRINT_VALUE:  # the depth operand: one choice, as written
                 assert m.sum() == 1, (s, p)
                 seen["depth"] += 1
@@ -133,14 +261,43 @@ def test_typed_mask_fixes_print_depths_pops_loop_exits_and_loop_lines():
                 assert m[rets].sum() == 1 and mu[rets].all(), (s, p)
                 seen["ret"] += 1
             if tok in (V.BODY, V.END):
-                pending, named = {}, set()
+                pending, named, defined = {}, set(), set()
+                fn, marked, top = fn + 1, set(), 0
+            if live and tok in OPS and line not in returns:  # the implicit return: last
+                left = [k for k, f in stmts.items() if f == fn + 1 and k not in marked]
+                if left:
+                    assert not m[ret_tok], (s, p, left)
+                    seen["ret_last"] += int(mu[ret_tok])
+            if live and prev in COND:  # conditional jumps go forward
+                back = [V.LAB_BASE + k for k in defined]
+                assert not m[back].any(), (s, p)
+                seen["forward"] += int(mu[back].any())
+            if live and tok in OPS:
+                if d != sd + 1:  # return, assert, pop only at the statement depth
+                    assert not m[AT_STMT].any(), (s, p)
+                    seen["stmt"] += int(mu[AT_STMT].any())
+                if any(o for _, o, _ in pending.values()):  # inside and / or
+                    assert not m[STMT_ONLY].any(), (s, p)
+                    seen["and_or"] += int(mu[STMT_ONLY].any())
+            if live and prev == STORE:  # a name at the statement depth, else the temporary
+                assert m[V.TEMP] != (d == sd + 1), (s, p)
+                assert m[V.VAR_BASE : V.VAR_BASE + V.N_VARS].any() == (d == sd + 1), (s, p)
+                seen["store"] += int(mu[V.TEMP])
             name = V.name(tok)
             if name.startswith("LN_"):
                 line = int(name[3:])
+                if live and d == sd and all(sp for _, _, sp in pending.values()):
+                    # between statements: forward, or to the header of a body around
+                    back = [o for o in range(1, top) if o not in ext or not o <= top <= ext[o][0]]
+                    if pending or any(k not in marked for k in stmts if stmts[k] == fn + 1):
+                        assert not m[[V.ln_tok(o) for o in back]].any(), (s, p)
+                        seen["back"] += int(mu[[V.ln_tok(o) for o in back]].any())
+                marked.add(line)
+                top = max(top, line)
             if name.startswith("LAB_"):
                 j = int(name[4:])
                 if prev == V.LABEL and j in pending:
-                    inner = max([k for k, (f, _) in pending.items() if f], default=-1)
+                    inner = max([k for k, (f, _, _) in pending.items() if f], default=-1)
                     # the labeller closes the innermost open loop first
                     assert j >= inner, "the labeller defines an outer label first"
                     del pending[j]
@@ -149,18 +306,34 @@ def test_typed_mask_fixes_print_depths_pops_loop_exits_and_loop_lines():
                         assert not m[V.LAB_BASE + k] and not mu[V.LAB_BASE + k], (s, p, k)
                         seen["nest"] += 1
                 elif prev != V.LABEL and j not in named:  # first named by a jump
-                    pending[j] = (prev == FOR_RANGE, line)
+                    dp = depth[i, p - 1]  # before the jump
+                    span = None
+                    jif = prev == JIF and dp == sd + 1 and line not in cond
+                    if live and line in ext and (prev == FOR_RANGE or jif):
+                        span = (line, ext[line][0])
+                    elif live and line in ext and prev == JUMP and dp == sd:
+                        span = (line, ext[line][1])
+                    pending[j] = (prev == FOR_RANGE, prev in OR_POP, span)
+                if prev == V.LABEL:
+                    defined.add(j)
                 named.add(j)
-            if name.startswith("LN_"):
-                loops = [(k, ln) for k, (f, ln) in pending.items() if f]
-                if loops and max(loops)[1] in fl:
-                    end, outside = fl[max(loops)[1]]
-                    for o in outside:
-                        if o <= n_lines:
-                            assert not m[V.ln_tok(o)], (s, p, o)
-                            seen["lines"] += 1
-                            seen["lines_free"] += int(mu[V.ln_tok(o)])
+            if name.startswith("LN_"):  # only the lines of every statement a label ends
+                spans = [sp for _, _, sp in pending.values() if sp]
+                for o in range(1, n_lines + 1):
+                    if o in no_code:
+                        assert not m[V.ln_tok(o)], (s, p, o)
+                        seen["no_code_free"] += int(mu[V.ln_tok(o)])
+                    elif any(not lo <= o <= hi for lo, hi in spans):
+                        assert not m[V.ln_tok(o)], (s, p, o)
+                        seen["lines"] += 1
+                        seen["lines_free"] += int(mu[V.ln_tok(o)])
+                        seen["lines_if"] += int(any(not lo <= o <= hi for (f, _, (lo, hi))
+                                                    in [v for v in pending.values() if v[2]]
+                                                    if not f))  # fmt: skip
     # every rule applied, and each excluded tokens that the untyped mask allows
     assert seen["depth"] >= 50 and seen["depth_free"] >= 10, seen
     assert seen["pop"] >= 30 and seen["nest"] >= 3 and seen["ret"] >= 20, seen
-    assert seen["lines"] >= 100 and seen["lines_free"] >= 100, seen
+    assert seen["lines"] >= 1000 and seen["lines_free"] >= 1000 and seen["lines_if"] >= 1000, seen
+    assert seen["no_code_free"] >= 500 and seen["forward"] >= 50, seen
+    assert seen["stmt"] >= 500 and seen["and_or"] >= 100 and seen["store"] >= 100, seen
+    assert seen["ret_last"] >= 100 and seen["back"] >= 100, seen

@@ -175,3 +175,26 @@ def test_fold_prints_moves_the_probability_of_both():
     assert float(got[V.op_tok(isa.Op.PRINT_BOOL)]) == float(jnp.logaddexp(2.0, 0.0))
     np.testing.assert_array_equal(np.delete(np.asarray(got), V.op_tok(isa.Op.PRINT_BOOL)),
                                   np.delete(np.asarray(logits), V.op_tok(isa.Op.PRINT_BOOL)))  # fmt: skip
+
+
+def test_untrained_samples_under_the_structure_rules_are_well_formed():
+    # the typed mask with the front end's real facts (print items, return types and the
+    # source's statement structure): its rules never leave a sample without a way on
+    from test_neural_grammar import CFG, LIM, SOURCES, _run_everything, _sample
+
+    from jaxcc.neural.inputs import typing
+
+    toks, err = host_lex_many(SOURCES, LIM)
+    toks = jax.tree.map(jnp.asarray, toks)
+    pt, rt = jax.jit(typing, static_argnames="limits")(toks, LIM, jax.tree.map(jnp.asarray, err))
+    assert bool(jnp.all(pt[:, 0, 0] != -1)), "the front end accepts every source"
+    src = source_features(toks, CFG.nlimits)._replace(print_items=pt, ret_types=rt)
+    params = M.init_params(CFG, 11)
+    smp = _sample(params, src, jax.random.key(4), 128, 1.0)
+    asm = assemble(smp.tokens, src, LIM, CFG.nlimits, check=True)
+    assert bool(jnp.all(asm.ok)) and bool(jnp.all(smp.done))
+    from jaxcc.errors import Code
+
+    assert not np.any(_run_everything(asm.program) == Code.INVALID_BYTECODE)
+    # the samples are not trivial: they vary (the rules' effect: test_neural_structure.py)
+    assert len({tuple(np.asarray(t)) for t in smp.tokens.reshape(-1, CFG.max_out)[:64]}) > 32

@@ -30,8 +30,19 @@ from an untrained model and runs them in the VM):
   code generator writes them (in reachable code); and a ``def``'s declared return type
   is the front end's (``Context.ret_types``, where given);
 * loops nest: while a FOR_RANGE's exit label is pending, no label first named before
-  it may be defined (except by the closing rule below), and (typed mask, from the
-  source's layout, ``Src.loop_end``) its code marks only lines of its own loop;
+  it may be defined (except by the closing rule below);
+* (typed mask: the code generator's templates, in reachable code; docs/neural.md
+  section 3) a label that ends a statement (a loop's exit, an if's or while's jump past
+  its body, an if's jump past its elif and else parts) keeps the line markers inside
+  that statement's lines while it is pending (``Src.block_end``, ``Src.stmt_end``, from
+  the source's layout); only lines with code are marked (``Src.code_lines``); between
+  statements lines go forward or back to the header of a statement around the point;
+  a return is on a ``return`` line or comes after every statement line of the body
+  (``Src.stmt_fn``, ``Src.return_lines``);
+  return, assert and an expression statement's pop come at the statement depth (three
+  values per open for loop) plus one, where a store names a variable (deeper, only the
+  temporary); inside ``and`` / ``or`` the right operand never consumes the left's value
+  and no statement-only op is written; conditional jumps go forward;
 * the sequence ends (EOS) within ``max_out`` tokens and ``max_code`` instructions: when
   the remaining budget only just covers the shortest way to finish (``_closing_cost``),
   the mask allows only the tokens of that way (return from the current function,
@@ -93,6 +104,14 @@ _PUSH_MAX = np.maximum(_FALL_DELTA, 0)  # how far above the current depth an op 
 _ALLOWED_OPS = np.ones(isa.N_OPS, bool)
 _ALLOWED_OPS[Op.NOP] = False  # never emitted by the compiler; nothing to learn from it
 _ALLOWED_OPS[V.N_MODEL_OPS :] = False  # compare-and-branch: the optimizer's, not the model's
+# the structure rules of the typed mask (the code generator's templates, module docstring)
+_OR_POP = np.zeros(isa.N_OPS + 1, bool)  # `and` / `or`: jumps inside an expression
+_OR_POP[[Op.JUMP_IF_FALSE_OR_POP, Op.JUMP_IF_TRUE_OR_POP]] = True
+_STMT_ONLY = np.zeros(isa.N_OPS + 1, bool)  # ops a statement's code has, never an expression's
+_STMT_ONLY[[Op.POP_TOP, Op.RETURN_VALUE, Op.ASSERT, Op.PRINT_INT, Op.PRINT_BOOL,
+            Op.PRINT_NEWLINE, Op.POP_N, Op.FOR_RANGE]] = True  # fmt: skip
+_AT_STATEMENT = np.zeros(isa.N_OPS + 1, bool)  # ops that consume a statement's one value
+_AT_STATEMENT[[Op.POP_TOP, Op.RETURN_VALUE, Op.ASSERT]] = True
 
 
 class Context(NamedTuple):
@@ -105,8 +124,14 @@ class Context(NamedTuple):
     max_locals: object  # Int32[]  slots per function
     max_funcs: object  # Int32[]  functions (module body included), <= MAX_FUNCS
     print_items: object  # Int32[MAX_FUNCS, MAX_PRINTS]  Debug.print_items (-1: unknown)
-    loop_end: object  # Int32[N_LINES + 1]  Src.loop_end (typed mask only; zeros: unknown)
+    block_end: object  # Int32[N_LINES + 1]  Src.block_end (typed mask only; zeros: unknown)
     ret_types: object  # Int32[MAX_DECLS]  each def's return type, isa.T_* (-1: unknown)
+    code_lines: object  # Int32[N_LINES + 1]  Src.code_lines (typed mask only; ones: unknown)
+    stmt_end: object  # Int32[N_LINES + 1]  Src.stmt_end (typed mask only; zeros: unknown)
+    stmt_fn: object  # Int32[N_LINES + 1]  Src.stmt_fn (typed mask only; zeros: unknown)
+    return_lines: object  # Int32[N_LINES + 1]  Src.return_lines (typed mask only)
+    multi_lines: object  # Int32[N_LINES + 1]  Src.multi_lines (typed mask only)
+    cond_lines: object  # Int32[N_LINES + 1]  Src.cond_lines (typed mask only)
 
 
 class State(NamedTuple):
@@ -136,24 +161,38 @@ class State(NamedTuple):
     n_print: object  # PRINT_INT / PRINT_BOOL / PRINT_NEWLINE instructions of this body so far
     lab_for: object  # Bool[N_LABELS]  a FOR_RANGE names the label (a loop's exit)
     pop_due: object  # values of the print call whose PRINT_NEWLINE came last (-1: none)
-    lab_lo: object  # Int32[N_LABELS]  a loop exit's loop: its first line
-    lab_hi: object  # Int32[N_LABELS]  ... and its last (0: not known)
+    lab_lo: object  # Int32[N_LABELS]  the statement a label ends: its first line
+    lab_hi: object  # Int32[N_LABELS]  ... and its last line with code (0: not known)
+    lab_orpop: object  # Bool[N_LABELS]  a JUMP_IF_*_OR_POP names the label (`and`, `or`)
+    max_line: object  # the largest line marked in this body so far
+    marked: object  # Bool[N_LINES + 1]  the lines marked in this body so far
+    fresh: object  # Bool[]  a line marker since the last instruction
+    back: object  # Bool[]  that marker went back to a header between statements
+    last_op: object  # the last instruction's op (N_OPS: none yet in this body)
 
 
 def context(n_lits, n_lines, max_out, max_code, max_locals, max_funcs, print_items=None,
-            loop_end=None, ret_types=None) -> Context:  # fmt: skip
+            block_end=None, ret_types=None, code_lines=None, stmt_end=None, stmt_fn=None,
+            return_lines=None, multi_lines=None, cond_lines=None) -> Context:  # fmt: skip
     """The Context of one sequence, or of a batch when the scalars have a leading axis
     (``print_items``: Int32[..., PF, PP] from ``Debug.print_items``, cut or padded with -1 to
-    [MAX_FUNCS, MAX_PRINTS]; None: no typed mask. ``loop_end``: Int32[..., N_LINES + 1],
-    ``Src.loop_end``, used only with print items, as part of the typed mask. ``ret_types``:
+    [MAX_FUNCS, MAX_PRINTS]; None: no typed mask. ``block_end``, ``stmt_end``, ``code_lines``,
+    ``stmt_fn``, ``return_lines``, ``multi_lines``, ``cond_lines``: Int32[..., N_LINES + 1],
+    from ``Src``, used only with
+    print items. ``ret_types``:
     Int32[..., D], the front end's return type of each ``def`` in source order, isa.T_*,
     cut or padded with -1 to MAX_DECLS; None: not known)."""
     i = lambda x: jnp.asarray(x, jnp.int32)  # noqa: E731
     lead = jnp.shape(n_lits)
-    if print_items is None or loop_end is None:
-        le = jnp.zeros((*lead, V.N_LINES + 1), jnp.int32)
-    else:
-        le = i(loop_end)
+
+    def lines(x, fill):
+        if print_items is None or x is None:
+            return jnp.full((*lead, V.N_LINES + 1), fill, jnp.int32)
+        return i(x)
+
+    be, se, cl = lines(block_end, 0), lines(stmt_end, 0), lines(code_lines, 1)
+    sf, rl, ml = lines(stmt_fn, 0), lines(return_lines, 0), lines(multi_lines, 0)
+    cd = lines(cond_lines, 0)
     if ret_types is None:
         rt = jnp.full((*lead, MAX_DECLS), -1, jnp.int32)
     else:
@@ -170,10 +209,25 @@ def context(n_lits, n_lines, max_out, max_code, max_locals, max_funcs, print_ite
         ]
         pt = jnp.pad(pt, pad, constant_values=-1)
     return Context(i(n_lits), i(n_lines), i(max_out), i(max_code), i(max_locals),
-                   jnp.minimum(i(max_funcs), MAX_FUNCS), pt, le, rt)  # fmt: skip
+                   jnp.minimum(i(max_funcs), MAX_FUNCS), pt, be, rt, cl, se, sf, rl, ml, cd)  # fmt: skip
 
 
-_TRAILING = {"print_items": 2, "loop_end": 1, "ret_types": 1}  # Context fields that are not scalars
+# Context fields that are not scalars
+_TRAILING = {"print_items": 2, "ret_types": 1}
+_TRAILING.update(
+    dict.fromkeys(
+        (
+            "block_end",
+            "code_lines",
+            "stmt_end",
+            "stmt_fn",
+            "return_lines",
+            "multi_lines",
+            "cond_lines",
+        ),
+        1,
+    )
+)
 
 
 def broadcast(c: Context, b: int) -> Context:
@@ -195,6 +249,9 @@ def init() -> State:
         slot_of=jnp.full(V.N_VARS, -1, jnp.int32), n_slots=z, uses_temp=jnp.bool_(False),
         line=z, n_print=z, lab_for=jnp.zeros(V.N_LABELS, bool), pop_due=jnp.int32(-1),
         lab_lo=jnp.zeros(V.N_LABELS, jnp.int32), lab_hi=jnp.zeros(V.N_LABELS, jnp.int32),
+        lab_orpop=jnp.zeros(V.N_LABELS, bool), max_line=jnp.int32(0),
+        marked=jnp.zeros(V.N_LINES + 1, bool), fresh=jnp.bool_(False), back=jnp.bool_(False),
+        last_op=jnp.int32(isa.N_OPS),
     )  # fmt: skip
 
 
@@ -322,9 +379,11 @@ def allowed(s: State, c: Context):
     reach_ok = (d >= needs) & (d + up <= V.MAX_DEPTH)
     # an op whose argument would have no allowed token is not allowed either
     tdelta = jnp.asarray(_TARGET_DELTA[:-1])
-    lab_any = jnp.any(_label_ok(s, d + tdelta), axis=1)  # per op
-    arg_ok = jnp.where(kind == ArgKind.TARGET, lab_any, True)
-    arg_ok &= jnp.where(kind == ArgKind.FUNC, jnp.any(_call_ok(s)), True)
+    live = _structured(s, c) & ~close
+    fwd = live & (kind == ArgKind.TARGET) & (ops != Op.JUMP)  # forward jumps only
+    defined = s.lab_state == L_DEFINED
+    lab_ok = _label_ok(s, d + tdelta)
+    arg_ok = jnp.where(kind == ArgKind.FUNC, jnp.any(_call_ok(s)), True)
     arg_ok &= jnp.where(kind == ArgKind.DEPTH, s.dead | (d >= 1), True)
     op_ok = jnp.asarray(_ALLOWED_OPS) & arg_ok & (s.dead | reach_ok)
     it = _print_item(s, c)  # -1: not known, anything goes
@@ -341,20 +400,64 @@ def allowed(s: State, c: Context):
     op_ok &= jnp.where(pop >= 0, ops == Op.POP_N, True)
     op_ok &= s.n_instr < c.max_code
     forced_op = jnp.where(d >= 1, Op.RETURN_VALUE, Op.LOAD_CONST)
-    op_ok = jnp.where(close, (ops == forced_op) & ~s.dead, op_ok)
     pending = jnp.any(s.lab_state == L_PENDING)
-    body = put(jnp.zeros(V.VOCAB, bool), V.OP_BASE, op_ok[: V.N_TOKEN_OPS])
-    can_label = jnp.any(_definable(s, close))
-    body = body.at[V.LABEL].set(jnp.where(close, s.dead & pending, can_label & (pop < 0)))
-    body = body.at[V.END].set(s.dead & ~pending)
     ln_no = jnp.arange(V.N_LINES) + 1
     lines = (ln_no <= c.n_lines) & ~close & (pop < 0)
-    # (typed) inside a loop, only its own lines: the innermost open loop's exit
-    inner = _inner_loop(s)
-    ic = jnp.clip(inner, 0, V.N_LABELS - 1)
-    lo, hi = s.lab_lo[ic], s.lab_hi[ic]
-    lines &= (inner < 0) | (hi == 0) | ((ln_no >= lo) & (ln_no <= hi))
-    body = put(body, V.LN_BASE, lines)
+    can_label = jnp.any(_definable(s, close)) & (pop < 0)
+
+    # (typed) the structure rules (module docstring), as a stricter copy of the body's
+    # mask: where they would leave nothing (tokens they never see the labeller write,
+    # such as a print inside ``and``), the mask is the one without them
+    ops_s = op_ok & jnp.where(
+        kind == ArgKind.TARGET, jnp.any(lab_ok & ~(fwd[:, None] & defined[None, :]), axis=1), True
+    )
+    ops_s &= ~live | _structure_ok(s, d)
+    # a return is a ``return`` statement's, or the implicit one after every statement of
+    # the body has been marked
+    covered = _covered(s, c)
+    ret_ok = (c.return_lines[jnp.clip(s.line, 0, V.N_LINES)] > 0) | covered
+    ops_s &= ~(live & (ops == Op.RETURN_VALUE)) | ret_ok
+    lines_s = lines & (c.code_lines[ln_no] > 0)
+    # inside a statement that a pending label ends, only that statement's lines
+    known = (s.lab_state == L_PENDING) & (s.lab_hi > 0)
+    lo = jnp.max(jnp.where(known, s.lab_lo, 0))
+    hi = jnp.min(jnp.where(known, s.lab_hi, V.N_LINES))
+    lines_s &= (ln_no >= lo) & (ln_no <= hi)
+    # between statements (at the statement depth, no label of an expression pending),
+    # lines go forward (to the last line again only where a ``;`` or a body after ``:``
+    # starts a statement inside it), or back to the header of a statement whose body is
+    # around them (a loop's jump back, an if's jump past its else parts), and then only
+    # that JUMP follows; the implicit return at a body's end (every statement marked, no
+    # label pending) carries the line of the body's last statement, the header of an if
+    # with else parts
+    last = covered & ~pending
+    between = _between(s, c) & ~close
+    reach = jnp.where(last, c.stmt_end[ln_no], c.block_end[ln_no])
+    around = (c.block_end[ln_no] > 0) & (ln_no <= s.max_line) & (s.max_line <= reach)
+    mx = jnp.clip(s.max_line, 0, V.N_LINES)
+    again = (ln_no == s.max_line) & (c.multi_lines[mx] > 0) & (s.line != s.max_line)
+    lines_s &= ~between | (ln_no > s.max_line) | again | around
+    # a statement's first instruction follows its line marker, unless it starts on the
+    # current line after another statement (or it is a JUMP: a loop's jump back, an if's
+    # past its else parts, on the line they already mark; or the None of a print call
+    # used as a value, after its pop)
+    fresh = s.fresh | (c.multi_lines[jnp.clip(s.line, 0, V.N_LINES)] > 0) | last
+    goes_on = (ops == Op.JUMP) | ((ops == Op.LOAD_CONST) & (s.last_op == Op.POP_N))
+    ops_s &= ~(between & ~fresh & jnp.any(lines_s)) | goes_on
+    back = live & s.back
+    ops_s &= ~back | (ops == Op.JUMP)
+    lines_s &= ~back
+
+    def body_mask(o, ln, lab):
+        o = jnp.where(close, (ops == forced_op) & ~s.dead, o)
+        m = put(jnp.zeros(V.VOCAB, bool), V.OP_BASE, o[: V.N_TOKEN_OPS])
+        m = m.at[V.LABEL].set(jnp.where(close, s.dead & pending, lab))
+        m = m.at[V.END].set(s.dead & ~pending)
+        return put(m, V.LN_BASE, ln)
+
+    strict = body_mask(ops_s, lines_s, can_label & ~back)
+    body = jnp.where(jnp.any(strict), strict, body_mask(op_ok & jnp.where(
+        kind == ArgKind.TARGET, jnp.any(lab_ok, axis=1), True), lines, can_label))  # fmt: skip
 
     # --- body: the argument of cur_op
     ak = jnp.asarray(_ARG_KIND)[s.cur_op]
@@ -365,9 +468,18 @@ def allowed(s: State, c: Context):
     # SLOT: a name already given a slot here, or a new one while slots remain (one is
     # kept for the temporary), or the temporary
     new_ok = s.n_slots < c.max_locals - 1
-    sarg = put(arg, V.VAR_BASE, user & ((s.slot_of >= 0) | new_ok)).at[V.TEMP].set(True)
+    # (typed) a statement stores a name (one value above the loops' ranges), an
+    # expression stores only the comparison temporary
+    names = user & ((s.slot_of >= 0) | new_ok)
+    store = live & (s.cur_op == Op.STORE_VAR)
+    stmt = (d == _statement_depth(s) + 1) & jnp.any(names)  # (never no choice at all)
+    sarg = put(arg, V.VAR_BASE, names & (~store | stmt))
+    sarg = sarg.at[V.TEMP].set(~store | ~stmt)
     # TARGET
-    targ = put(arg, V.LAB_BASE, _label_ok(s, d + jnp.asarray(_TARGET_DELTA)[s.cur_op]))
+    # (typed) conditional jumps go forward (where that leaves a choice)
+    lab1 = _label_ok(s, d + jnp.asarray(_TARGET_DELTA)[s.cur_op])
+    fwd1 = lab1 & ~(live & (s.cur_op != Op.JUMP) & defined)
+    targ = put(arg, V.LAB_BASE, jnp.where(jnp.any(fwd1), fwd1, lab1))
     # FUNC: the callee by name
     callee = jnp.any((s.decl_name[None, :] == k[:, None]) & _call_ok(s)[None, :], axis=1)
     farg = put(arg, V.VAR_BASE, callee)
@@ -398,6 +510,50 @@ def allowed(s: State, c: Context):
         [jnp.where(close, jnp.zeros(V.VOCAB, bool).at[V.BODY].set(True), decls), name, pmask,
          body, argm, larg, final], done,
     )  # fmt: skip
+
+
+def _structured(s: State, c: Context):
+    """Bool[]: the structure rules apply here: the typed mask (the front end's items are
+    known), in reachable code."""
+    return (c.print_items[0, 0] != -1) & ~s.dead
+
+
+def _covered(s: State, c: Context):
+    """Bool[]: every line where a statement of this body starts has been marked."""
+    return jnp.all((c.stmt_fn != s.fn + 1) | s.marked)
+
+
+def _between(s: State, c: Context):
+    """Bool[]: between two statements (typed mask, reachable): at the statement depth,
+    no label of an expression (one with no statement's lines) pending."""
+    expr = jnp.any((s.lab_state == L_PENDING) & (s.lab_hi == 0))
+    return _structured(s, c) & ~expr & (s.depth == _statement_depth(s))
+
+
+def _statement_depth(s: State):
+    """The depth between two statements: three values (start, stop, step) per open
+    ``for`` loop (a FOR_RANGE's exit is pending)."""
+    return 3 * jnp.sum((s.lab_state == L_PENDING) & s.lab_for)
+
+
+def _structure_ok(s: State, d):
+    """Bool[N_OPS]: ops that keep the code generator's structure at depth d.
+
+    * ``return``, ``assert`` and an expression statement consume the statement's one
+      value: only at the statement depth plus one;
+    * inside ``a and b`` (a JUMP_IF_*_OR_POP's label pending, at depth D) the right
+      operand's code never consumes a below it: no op takes the stack below D - 1, no op
+      that pushes nothing (a store, a print) below D, and no statement-only op at all."""
+    ops = jnp.arange(isa.N_OPS)
+    at_stmt = jnp.asarray(_AT_STATEMENT[:-1])
+    ok = ~at_stmt | (d == _statement_depth(s) + 1)
+    orp = (s.lab_state == L_PENDING) & s.lab_orpop & (s.lab_depth >= 0)
+    dor = jnp.max(jnp.where(orp, s.lab_depth, -1))
+    level = d - jnp.asarray(_POPS[:-1])
+    gives = (jnp.asarray(_PUSHES[:-1]) > 0) | (jnp.asarray(_ARG_KIND[:-1]) == ArgKind.TARGET)
+    need = jnp.where(gives, dor - 1, dor)
+    in_expr = ~jnp.asarray(_STMT_ONLY[:-1]) & (level >= need) & (ops != Op.NOP)
+    return ok & ((dor < 0) | in_expr)
 
 
 def _print_item(s: State, c: Context):
@@ -460,6 +616,9 @@ def _start_body(s: State, fn) -> State:
         uses_temp=jnp.bool_(False), line=jnp.int32(0), n_print=jnp.int32(0),
         lab_for=jnp.zeros(V.N_LABELS, bool), pop_due=jnp.int32(-1),
         lab_lo=jnp.zeros(V.N_LABELS, jnp.int32), lab_hi=jnp.zeros(V.N_LABELS, jnp.int32),
+        lab_orpop=jnp.zeros(V.N_LABELS, bool), max_line=jnp.int32(0),
+        marked=jnp.zeros(V.N_LINES + 1, bool), fresh=jnp.bool_(False), back=jnp.bool_(False),
+        last_op=jnp.int32(isa.N_OPS),
     )  # fmt: skip
 
 
@@ -521,6 +680,11 @@ def step(s: State, tok, c: Context, lits=None):
     s_body = s._replace(
         phase=jnp.where(is_op & has_arg, ARG, jnp.where(tok == V.LABEL, LABEL_ARG, BODY)).astype(jnp.int32),
         cur_op=op, line=jnp.where(is_ln, tok - V.LN_BASE + 1, s.line),
+        max_line=jnp.where(is_ln, jnp.maximum(s.max_line, tok - V.LN_BASE + 1), s.max_line),
+        fresh=s.fresh | is_ln,
+        back=is_ln & _between(s, c) & (tok - V.LN_BASE + 1 < s.max_line)
+        & ~(_covered(s, c) & ~jnp.any(s.lab_state == L_PENDING)),
+        marked=s.marked.at[jnp.where(is_ln, tok - V.LN_BASE + 1, V.N_LINES + 1)].set(True, mode="drop"),
     )  # fmt: skip
     done_fn = tok == V.END
     nxt = s.fn + 1
@@ -564,7 +728,18 @@ def step(s: State, tok, c: Context, lits=None):
     ends = jnp.asarray(_ENDS)[cop]
     _, before = _print_counts(s, c)
     is_for = is_t & (cop == Op.FOR_RANGE)
-    loop_hi = jnp.where(s.line >= 1, c.loop_end[jnp.clip(s.line, 0, V.N_LINES)], 0)
+    # (typed) the statement a new label ends: a for loop's exit, or (at the statement
+    # depth) an if's or while's JUMP_IF_FALSE past its body, or an if's JUMP past its
+    # elif and else parts, each on its header's line
+    sd = _statement_depth(s)
+    li = jnp.clip(s.line, 0, V.N_LINES)
+    # (a header with a conditional expression in it: its JUMP_IF_FALSE may be the
+    # expression's, so no label of it ends the statement)
+    jif = (cop == Op.JUMP_IF_FALSE) & (d == sd + 1) & (c.cond_lines[li] == 0)
+    body_hi = jnp.where(is_for | jif, c.block_end[li], 0)
+    stmt_hi = jnp.where((cop == Op.JUMP) & (d == sd), c.stmt_end[li], 0)
+    ends_stmt = is_t & (was == L_UNUSED) & ~s.dead & (s.line >= 1)
+    new_hi = jnp.where(ends_stmt, jnp.maximum(body_hi, stmt_hi), 0)
     s_ins = s._replace(
         phase=jnp.int32(BODY), cur_op=jnp.int32(isa.N_OPS), n_instr=s.n_instr + 1,
         depth=new_d, dead=s.dead | ends,
@@ -574,9 +749,12 @@ def step(s: State, tok, c: Context, lits=None):
         uses_temp=s.uses_temp | ((ak == ArgKind.SLOT) & (tok == V.TEMP)),
         n_print=s.n_print + jnp.asarray(_IS_PRINT)[cop],
         lab_for=jnp.where(is_for, s.lab_for.at[labj].set(True), s.lab_for),
-        lab_lo=jnp.where(is_for, s.lab_lo.at[labj].set(s.line), s.lab_lo),
-        lab_hi=jnp.where(is_for, s.lab_hi.at[labj].set(loop_hi), s.lab_hi),
+        lab_lo=jnp.where(new_hi > 0, s.lab_lo.at[labj].set(s.line), s.lab_lo),
+        lab_hi=jnp.where(new_hi > 0, s.lab_hi.at[labj].set(new_hi), s.lab_hi),
+        lab_orpop=jnp.where(is_t & jnp.asarray(_OR_POP)[cop], s.lab_orpop.at[labj].set(True),
+                            s.lab_orpop),  # fmt: skip
         pop_due=jnp.where(cop == Op.PRINT_NEWLINE, before, -1).astype(jnp.int32),
+        fresh=jnp.bool_(False), back=jnp.bool_(False), last_op=cop.astype(jnp.int32),
     )  # fmt: skip
     em_ins = em._replace(ins=s.n_instr, op=cop, arg=argval,
                          arg_label=jnp.where(is_t, labj, -1).astype(jnp.int32),

@@ -15,6 +15,7 @@ import enum
 from typing import NamedTuple
 
 import jax.numpy as jnp
+import numpy as np
 
 from jaxcc.neural import vocab as V
 from jaxcc.tokens import Tok
@@ -54,13 +55,35 @@ class Src(NamedTuple):
     # Int32[Array, "B PF PP"]  the front end's print items (Debug.print_items), read by the
     # decoding mask only, never by the model; None: no typed mask
     print_items: object = None
-    # Int32[Array, "B L"]  L = N_LINES + 1: for a line l where a ``for`` statement starts,
-    # the last line of that loop (the line before the next statement that is not inside
-    # it, N_LINES at the end of the file); 0 elsewhere. Read by the typed mask only.
-    loop_end: object = None
+    # Int32[Array, "B L"]  L = N_LINES + 1: for a line l where an ``if``, ``elif``,
+    # ``while`` or ``for`` statement starts, the last line of its body with code (see
+    # code_lines); 0 elsewhere. Read by the typed mask only.
+    block_end: object = None
+    # Int32[Array, "B L"]  the same for the whole statement: for ``if`` and ``elif``, through
+    # the ``elif`` and ``else`` parts that follow (for ``while`` and ``for``: block_end)
+    stmt_end: object = None
     # Int32[Array, "B D"]  the front end's return type (isa.T_*) of each def, in source
     # order (Program.fn_rettype[:, 1:]); read by the typed mask only; None: not known
     ret_types: object = None
+    # Int32[Array, "B L"]  for a line where a statement that writes code starts (the first
+    # of its logical line, not ``pass``, ``else``, ``elif`` or ``def``): 1 + the index of
+    # the body it belongs to (0: the module, f: the f-th def); 0 elsewhere. Read by the
+    # typed mask only (every such line is marked before a body's implicit return)
+    stmt_fn: object = None
+    # Int32[Array, "B L"]  1 for a line with a ``return`` on it. Read by the typed mask only
+    return_lines: object = None
+    # Int32[Array, "B L"]  1 for a line where a statement may start after another: a ``;``
+    # or a ``:`` (outside brackets) with code after it. Read by the typed mask only
+    multi_lines: object = None
+    # Int32[Array, "B L"]  1 for a line where a logical line with a conditional expression
+    # (``a if t else b``) starts. Read by the typed mask only
+    cond_lines: object = None
+    # Int32[Array, "B L"]  1 for a line with a token that can start code (a name, a number,
+    # a keyword other than ``else``, ``(`` or a unary operator): the only lines a line
+    # marker can name (the labeller marks the line where an instruction's node starts,
+    # and a function's implicit ``return`` with its last statement's line, ``pass``
+    # included). Read by the typed mask only.
+    code_lines: object = None
 
 
 def _one(kind, value, line, n_tokens, max_src: int):
@@ -109,7 +132,7 @@ def _one(kind, value, line, n_tokens, max_src: int):
         [Bound.TOKENS, Bound.NAMES, Bound.LITERALS, Bound.LINES], Bound.OK,
     ).astype(jnp.int32)  # fmt: skip
     return Src(
-        loop_end=_loop_end(kind, line, indent, keep),
+        **_blocks(kind, line, indent, keep, paren),
         kind=k,
         name=compact(jnp.where(is_name, jnp.clip(value, 0, V.N_VARS - 1), 0), 0),
         lit=compact(jnp.where(is_num, jnp.clip(lit_idx, 0, V.N_LITS - 1), 0), 0),
@@ -127,33 +150,90 @@ def _one(kind, value, line, n_tokens, max_src: int):
     )
 
 
-def _loop_end(kind, line, indent, keep):
-    """Int32[N_LINES + 1]: Src.loop_end of one program (raw token arrays)."""
+_CODE = np.zeros(len(Tok) + 1, np.int32)  # token kinds a node can start with
+_CODE[[Tok.NAME, Tok.NUMBER, Tok.LPAR, Tok.PLUS, Tok.MINUS, Tok.TILDE]] = 1
+_CODE[Tok.KW_FALSE :] = 1
+_CODE[Tok.KW_ELSE] = 0
+_HEADER = np.zeros(len(Tok) + 1, bool)  # statements with a body the mask bounds
+_HEADER[[Tok.KW_IF, Tok.KW_ELIF, Tok.KW_WHILE, Tok.KW_FOR]] = True
+
+
+def _blocks(kind, line, indent, keep, paren) -> dict:
+    """Src.code_lines, Src.block_end, Src.stmt_end, Src.stmt_fn, Src.return_lines,
+    Src.multi_lines and Src.cond_lines of one program (raw token arrays), from the
+    tokens' layout: a statement's body is the
+    lines up to the next statement that starts no deeper than it."""
     import jax
 
     t = kind.shape[0]
     idx = jnp.arange(t)
+    n1 = V.N_LINES + 2
+    ln = jnp.clip(line, 0, n1 - 1)
+    kc = jnp.clip(kind, 0, len(Tok))
+    code = keep & (jnp.asarray(_CODE)[kc] > 0) & (line >= 1) & (line <= V.N_LINES)
+    code_lines = jnp.zeros(n1, jnp.int32).at[jnp.where(code, ln, n1)].set(1, mode="drop")
     layout = (kind == Tok.INDENT) | (kind == Tok.DEDENT) | (kind == Tok.NEWLINE)
     sig = keep & ~layout
     last_nl = jax.lax.cummax(jnp.where(keep & (kind == Tok.NEWLINE), idx, -1))
     last_sig = jax.lax.cummax(jnp.where(sig, idx, -1))
     last_sig = jnp.concatenate([jnp.full(1, -1, last_sig.dtype), last_sig[:-1]])
-    start = sig & (last_nl > last_sig)  # the first token of a logical line
-    start |= sig & (last_sig < 0)
-    n1 = V.N_LINES + 2
-    ln = jnp.clip(line, 0, n1 - 1)
+    start = sig & ((last_nl > last_sig) | (last_sig < 0))  # the first token of a logical line
     big = jnp.int32(1 << 20)
-    depth = jnp.full(n1, big).at[jnp.where(start, ln, n1)].min(indent.astype(jnp.int32),
-                                                                mode="drop")  # fmt: skip
-    is_for = start & (kind == Tok.KW_FOR)
-    for_depth = jnp.full(n1, -1).at[jnp.where(is_for, ln, n1)].max(indent.astype(jnp.int32),
-                                                                   mode="drop")  # fmt: skip
+    at = jnp.where(start, ln, n1)
+    depth = jnp.full(n1, big).at[at].min(indent.astype(jnp.int32), mode="drop")
+    # a line that continues the statement before it at its depth (elif, else)
+    cont = jnp.zeros(n1, bool).at[at].max((kind == Tok.KW_ELIF) | (kind == Tok.KW_ELSE),
+                                         mode="drop")  # fmt: skip
+    is_hdr = start & jnp.asarray(_HEADER)[kc]
+    is_if = jnp.zeros(n1, bool).at[at].max((kind == Tok.KW_IF) | (kind == Tok.KW_ELIF),
+                                          mode="drop")  # fmt: skip
+    hdr_depth = jnp.full(n1, -1).at[jnp.where(is_hdr, ln, n1)].max(indent.astype(jnp.int32),
+                                                                  mode="drop")  # fmt: skip
     lines = jnp.arange(n1)
-    # the first later statement line that is not deeper than the loop's own statement
-    after = (lines[None, :] > lines[:, None]) & (depth[None, :] <= for_depth[:, None])
-    nxt = jnp.min(jnp.where(after, lines[None, :], V.N_LINES + 1), axis=1)
-    end = jnp.where(for_depth >= 0, jnp.clip(nxt - 1, 0, V.N_LINES), 0)
-    return end[: V.N_LINES + 1].astype(jnp.int32)
+    later = (lines[None, :] > lines[:, None]) & (depth[None, :] <= hdr_depth[:, None])
+    body_next = jnp.min(jnp.where(later, lines[None, :], n1), axis=1)
+    # an if's chain goes on through the elif and else lines at its own depth
+    chain = cont[None, :] & (depth[None, :] == hdr_depth[:, None]) & is_if[:, None]
+    stmt_next = jnp.min(jnp.where(later & ~chain, lines[None, :], n1), axis=1)
+
+    def last_code(nxt):
+        inside = (lines[None, :] >= lines[:, None]) & (lines[None, :] < nxt[:, None])
+        last = jnp.max(jnp.where(inside & (code_lines[None, :] > 0), lines[None, :], 0), axis=1)
+        return jnp.where(hdr_depth >= 0, jnp.maximum(last, lines), 0)[: V.N_LINES + 1]
+
+    # the body of each line's statement: defs are not nested, so the last def header at
+    # or above the line, if the line is inside its body
+    is_def = jnp.zeros(n1, bool).at[at].max(kind == Tok.KW_DEF, mode="drop")
+    def_depth = jnp.where(is_def, depth, -1)
+    in_def = (lines[None, :] > lines[:, None]) & (depth[None, :] <= def_depth[:, None])
+    def_next = jnp.min(jnp.where(in_def, lines[None, :], n1), axis=1)
+    last_def = jax.lax.cummax(jnp.where(is_def, lines, 0))
+    rank = jnp.cumsum(is_def.astype(jnp.int32))
+    inside = (last_def > 0) & (lines > last_def) & (lines < def_next[last_def])
+    fn = jnp.where(inside, rank[last_def], 0)
+    quiet = (kind == Tok.KW_PASS) | (kind == Tok.KW_ELSE) | (kind == Tok.KW_ELIF)
+    quiet |= kind == Tok.ENDMARKER
+    writes = jnp.zeros(n1, bool).at[at].max(~quiet & (kind != Tok.KW_DEF), mode="drop")
+    stmt_fn = jnp.where(writes & (lines >= 1), fn + 1, 0)
+    ret = keep & (kind == Tok.KW_RETURN)
+    return_lines = jnp.zeros(n1, jnp.int32).at[jnp.where(ret, ln, n1)].set(1, mode="drop")
+    # the next kept token after each one (COMMENT and NL are not kept)
+    nxt_kind = (
+        jnp.full(t + 1, Tok.PAD).at[jnp.where(keep, jnp.cumsum(keep) - 1, t)].set(kind, mode="drop")
+    )
+    kpos = jnp.cumsum(keep)  # index of the next kept token in the compacted order
+    after = nxt_kind[jnp.clip(kpos, 0, t)]
+    inline = (kind == Tok.COLON) & (paren == 0) & (after != Tok.NEWLINE) & (after != Tok.PAD)
+    split = keep & ((kind == Tok.SEMI) | inline)
+    multi = jnp.zeros(n1, jnp.int32).at[jnp.where(split, ln, n1)].set(1, mode="drop")
+    first = jax.lax.cummax(jnp.where(start, ln, 0))  # each token's logical line's first line
+    cond = keep & (kind == Tok.KW_IF) & ~start
+    conds = jnp.zeros(n1, jnp.int32).at[jnp.where(cond, first, n1)].set(1, mode="drop")
+    cut = lambda x: x[: V.N_LINES + 1].astype(jnp.int32)  # noqa: E731
+    return dict(code_lines=cut(code_lines), block_end=last_code(body_next),
+                stmt_end=last_code(stmt_next), stmt_fn=cut(stmt_fn),
+                return_lines=cut(return_lines), multi_lines=cut(multi),
+                cond_lines=cut(conds))  # fmt: skip
 
 
 def source_features(tokens, nlimits: V.NeuralLimits = V.NEURAL_DEFAULT) -> Src:
