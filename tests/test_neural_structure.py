@@ -4,7 +4,7 @@ labeller's sequences and CPython's ``ast`` and ``tokenize``:
 * ``Src.block_end`` and ``Src.stmt_end`` (from the tokens' layout) against the line
   extents of ``ast.If``, ``ast.While`` and ``ast.For``; ``Src.code_lines`` against the
   lines where ``ast`` nodes start and the lines ``tokenize`` finds no code on;
-  ``Src.stmt_fn`` and ``Src.return_lines`` against ``ast``'s statements and returns;
+  ``Src.cond_lines`` and ``Src.multi_lines`` against ``tokenize``'s logical lines;
 * the typed mask fixes each value print's depth and the ``POP_N`` after a print call's
   ``PRINT_NEWLINE`` (one allowed token where the labeller writes them, several without
   the front end's items);
@@ -13,13 +13,11 @@ labeller's sequences and CPython's ``ast`` and ``tokenize``:
 * while a label that ends a statement is pending (a for loop's exit; an if's or while's
   jump past its body; an if's jump past its elif and else parts), the typed mask allows
   only line markers of that statement's lines, and never a line without code; between
-  statements lines go forward (or back to the header of a body around them); the
-  implicit return comes only after every statement line of the body is marked;
+  statements lines go forward (or back to the header of a body around them);
 * a def's return type in the declarations is the front end's (``inputs.typing``);
 * conditional jumps go forward; ``return``, ``assert`` and an expression statement's pop
-  come only at the statement depth (one value above the open loops' ranges), a store of a
-  name only there and of the temporary only above it; inside ``and`` / ``or`` no
-  statement-only op.
+  take a value above the open loops' ranges, and a store just above them names a variable;
+  inside ``and`` / ``or`` no statement-only op.
 
 Every rule is checked at every place the labeller's sequences exercise it, and the test
 counts the places, so a rule that never applies fails it.
@@ -98,31 +96,6 @@ def _no_code_lines(source: str) -> set[int]:
     return set(range(1, len(source.splitlines()) + 1)) - code
 
 
-def _statements(source: str) -> tuple[dict[int, int], set[int]]:
-    """({line: 1 + its body's index} for each line where a logical line starts with a
-    statement that writes code (not ``pass``, ``def``, ``elif``), the lines with a
-    ``return``) (CPython's ast; the f-th def in source order is body f, the module 0)."""
-    tree = ast.parse(source)
-    text = source.splitlines()
-    defs = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
-    first: dict[int, ast.stmt] = {}
-    for n in ast.walk(tree):
-        if isinstance(n, ast.stmt) and (n.lineno not in first
-                                        or n.col_offset < first[n.lineno].col_offset):  # fmt: skip
-            first[n.lineno] = n
-    out = {}
-    for line, n in first.items():
-        t = text[line - 1]
-        if n.col_offset != len(t) - len(t.lstrip()):  # not where its logical line starts
-            continue
-        if isinstance(n, (ast.Pass, ast.FunctionDef)) or t.split()[0].rstrip(":") == "elif":
-            continue
-        out[line] = 1 + next((f for f, d in enumerate(defs, 1)
-                              if d.lineno < line <= d.end_lineno), 0)  # fmt: skip
-    returns = {n.lineno for n in ast.walk(tree) if isinstance(n, ast.Return)}
-    return out, returns
-
-
 def _logical_lines(source: str) -> tuple[set[int], set[int]]:
     """(first lines of logical lines with a conditional expression, lines with a ``;`` or a
     ``:`` outside brackets followed by code) (CPython's tokenize)."""
@@ -152,7 +125,6 @@ def test_blocks_and_code_lines_match_the_ast():
     srcs = _sources()
     feats, _ = _features(srcs)
     be, se, cl = (np.asarray(x) for x in (feats.block_end, feats.stmt_end, feats.code_lines))
-    sf, rl = np.asarray(feats.stmt_fn), np.asarray(feats.return_lines)
     cd, ml = np.asarray(feats.cond_lines), np.asarray(feats.multi_lines)
     seen = collections.Counter()
     for j, s in enumerate(srcs):
@@ -161,13 +133,6 @@ def test_blocks_and_code_lines_match_the_ast():
         np.testing.assert_array_equal(np.flatnonzero(ml[j]), sorted(multi), err_msg=s)
         seen["cond"] += len(cond)
         seen["multi"] += len(multi)
-        stmts, returns = _statements(s)
-        want_sf = np.zeros(V.N_LINES + 1, np.int32)
-        want_sf[list(stmts)] = list(stmts.values())
-        np.testing.assert_array_equal(sf[j], want_sf, err_msg=s)
-        np.testing.assert_array_equal(np.flatnonzero(rl[j]), sorted(returns), err_msg=s)
-        seen["in_defs"] += int((want_sf > 1).sum())
-        seen["returns"] += len(returns)
         ext = _extents(s)
         for line in range(1, V.N_LINES + 1):
             want = ext.get(line, (0, 0))
@@ -179,7 +144,6 @@ def test_blocks_and_code_lines_match_the_ast():
             assert cl[j, line] == 0, (s, line)
             seen["no_code"] += 1
     assert seen["blocks"] >= 50 and seen["ifs"] >= 10 and seen["no_code"] >= 50, seen
-    assert seen["in_defs"] >= 100 and seen["returns"] >= 20, seen
     assert seen["cond"] >= 20 and seen["multi"] >= 20, seen
 
 
@@ -229,14 +193,12 @@ def test_typed_mask_fixes_prints_returns_labels_lines_and_statement_structure():
     typed = np.asarray(masks(jnp.asarray(seq), tfeats, NL, NV))
     untyped = np.asarray(masks(jnp.asarray(seq), feats, NL, NV))
     depth, dead, sdepth = _states(seq, tfeats)
-    ret_tok = V.op_tok(isa.Op.RETURN_VALUE)
     seen = collections.Counter()
     for i, (s, t) in enumerate(rows):
         ext = _extents(s)
         no_code = _no_code_lines(s)
-        stmts, returns = _statements(s)
         cond, _ = _logical_lines(s)
-        fn, marked, top = -1, set(), 0
+        top = 0
         n_lines = len(s.splitlines())
         line = 0
         named: set[int] = set()  # labels of this body so far
@@ -262,26 +224,20 @@ def test_typed_mask_fixes_prints_returns_labels_lines_and_statement_structure():
                 seen["ret"] += 1
             if tok in (V.BODY, V.END):
                 pending, named, defined = {}, set(), set()
-                fn, marked, top = fn + 1, set(), 0
-            if live and tok in OPS and line not in returns:  # the implicit return: last
-                left = [k for k, f in stmts.items() if f == fn + 1 and k not in marked]
-                if left:
-                    assert not m[ret_tok], (s, p, left)
-                    seen["ret_last"] += int(mu[ret_tok])
+                top = 0
             if live and prev in COND:  # conditional jumps go forward
                 back = [V.LAB_BASE + k for k in defined]
                 assert not m[back].any(), (s, p)
                 seen["forward"] += int(mu[back].any())
             if live and tok in OPS:
-                if d != sd + 1:  # return, assert, pop only at the statement depth
+                if d < sd + 1:  # return, assert, pop take a value above the loops' ranges
                     assert not m[AT_STMT].any(), (s, p)
                     seen["stmt"] += int(mu[AT_STMT].any())
                 if any(o for _, o, _ in pending.values()):  # inside and / or
                     assert not m[STMT_ONLY].any(), (s, p)
                     seen["and_or"] += int(mu[STMT_ONLY].any())
-            if live and prev == STORE:  # a name at the statement depth, else the temporary
-                assert m[V.TEMP] != (d == sd + 1), (s, p)
-                assert m[V.VAR_BASE : V.VAR_BASE + V.N_VARS].any() == (d == sd + 1), (s, p)
+            if live and prev == STORE and d == sd + 1:  # a name there, never the temporary
+                assert not m[V.TEMP] and m[V.VAR_BASE : V.VAR_BASE + V.N_VARS].any(), (s, p)
                 seen["store"] += int(mu[V.TEMP])
             name = V.name(tok)
             if name.startswith("LN_"):
@@ -289,10 +245,9 @@ def test_typed_mask_fixes_prints_returns_labels_lines_and_statement_structure():
                 if live and d == sd and all(sp for _, _, sp in pending.values()):
                     # between statements: forward, or to the header of a body around
                     back = [o for o in range(1, top) if o not in ext or not o <= top <= ext[o][0]]
-                    if pending or any(k not in marked for k in stmts if stmts[k] == fn + 1):
+                    if pending:
                         assert not m[[V.ln_tok(o) for o in back]].any(), (s, p)
                         seen["back"] += int(mu[[V.ln_tok(o) for o in back]].any())
-                marked.add(line)
                 top = max(top, line)
             if name.startswith("LAB_"):
                 j = int(name[4:])
@@ -335,5 +290,5 @@ def test_typed_mask_fixes_prints_returns_labels_lines_and_statement_structure():
     assert seen["pop"] >= 30 and seen["nest"] >= 3 and seen["ret"] >= 20, seen
     assert seen["lines"] >= 1000 and seen["lines_free"] >= 1000 and seen["lines_if"] >= 1000, seen
     assert seen["no_code_free"] >= 500 and seen["forward"] >= 50, seen
-    assert seen["stmt"] >= 500 and seen["and_or"] >= 100 and seen["store"] >= 100, seen
-    assert seen["ret_last"] >= 100 and seen["back"] >= 100, seen
+    assert seen["stmt"] >= 100 and seen["and_or"] >= 100 and seen["store"] >= 100, seen
+    assert seen["back"] >= 100, seen

@@ -37,11 +37,9 @@ from an untrained model and runs them in the VM):
   that statement's lines while it is pending (``Src.block_end``, ``Src.stmt_end``, from
   the source's layout); only lines with code are marked (``Src.code_lines``); between
   statements lines go forward or back to the header of a statement around the point;
-  a return is on a ``return`` line or comes after every statement line of the body
-  (``Src.stmt_fn``, ``Src.return_lines``);
-  return, assert and an expression statement's pop come at the statement depth (three
-  values per open for loop) plus one, where a store names a variable (deeper, only the
-  temporary); inside ``and`` / ``or`` the right operand never consumes the left's value
+  return, assert and an expression statement's pop take a value above the statement
+  depth (three values per open for loop), and a store just above it names a variable
+  (never the temporary); inside ``and`` / ``or`` the right operand never consumes the left's value
   and no statement-only op is written; conditional jumps go forward;
 * the sequence ends (EOS) within ``max_out`` tokens and ``max_code`` instructions: when
   the remaining budget only just covers the shortest way to finish (``_closing_cost``),
@@ -128,8 +126,6 @@ class Context(NamedTuple):
     ret_types: object  # Int32[MAX_DECLS]  each def's return type, isa.T_* (-1: unknown)
     code_lines: object  # Int32[N_LINES + 1]  Src.code_lines (typed mask only; ones: unknown)
     stmt_end: object  # Int32[N_LINES + 1]  Src.stmt_end (typed mask only; zeros: unknown)
-    stmt_fn: object  # Int32[N_LINES + 1]  Src.stmt_fn (typed mask only; zeros: unknown)
-    return_lines: object  # Int32[N_LINES + 1]  Src.return_lines (typed mask only)
     multi_lines: object  # Int32[N_LINES + 1]  Src.multi_lines (typed mask only)
     cond_lines: object  # Int32[N_LINES + 1]  Src.cond_lines (typed mask only)
 
@@ -165,19 +161,18 @@ class State(NamedTuple):
     lab_hi: object  # Int32[N_LABELS]  ... and its last line with code (0: not known)
     lab_orpop: object  # Bool[N_LABELS]  a JUMP_IF_*_OR_POP names the label (`and`, `or`)
     max_line: object  # the largest line marked in this body so far
-    marked: object  # Bool[N_LINES + 1]  the lines marked in this body so far
     fresh: object  # Bool[]  a line marker since the last instruction
     back: object  # Bool[]  that marker went back to a header between statements
     last_op: object  # the last instruction's op (N_OPS: none yet in this body)
 
 
 def context(n_lits, n_lines, max_out, max_code, max_locals, max_funcs, print_items=None,
-            block_end=None, ret_types=None, code_lines=None, stmt_end=None, stmt_fn=None,
-            return_lines=None, multi_lines=None, cond_lines=None) -> Context:  # fmt: skip
+            block_end=None, ret_types=None, code_lines=None, stmt_end=None, multi_lines=None,
+            cond_lines=None) -> Context:  # fmt: skip
     """The Context of one sequence, or of a batch when the scalars have a leading axis
     (``print_items``: Int32[..., PF, PP] from ``Debug.print_items``, cut or padded with -1 to
     [MAX_FUNCS, MAX_PRINTS]; None: no typed mask. ``block_end``, ``stmt_end``, ``code_lines``,
-    ``stmt_fn``, ``return_lines``, ``multi_lines``, ``cond_lines``: Int32[..., N_LINES + 1],
+    ``multi_lines``, ``cond_lines``: Int32[..., N_LINES + 1],
     from ``Src``, used only with
     print items. ``ret_types``:
     Int32[..., D], the front end's return type of each ``def`` in source order, isa.T_*,
@@ -191,8 +186,7 @@ def context(n_lits, n_lines, max_out, max_code, max_locals, max_funcs, print_ite
         return i(x)
 
     be, se, cl = lines(block_end, 0), lines(stmt_end, 0), lines(code_lines, 1)
-    sf, rl, ml = lines(stmt_fn, 0), lines(return_lines, 0), lines(multi_lines, 0)
-    cd = lines(cond_lines, 0)
+    ml, cd = lines(multi_lines, 0), lines(cond_lines, 0)
     if ret_types is None:
         rt = jnp.full((*lead, MAX_DECLS), -1, jnp.int32)
     else:
@@ -209,7 +203,7 @@ def context(n_lits, n_lines, max_out, max_code, max_locals, max_funcs, print_ite
         ]
         pt = jnp.pad(pt, pad, constant_values=-1)
     return Context(i(n_lits), i(n_lines), i(max_out), i(max_code), i(max_locals),
-                   jnp.minimum(i(max_funcs), MAX_FUNCS), pt, be, rt, cl, se, sf, rl, ml, cd)  # fmt: skip
+                   jnp.minimum(i(max_funcs), MAX_FUNCS), pt, be, rt, cl, se, ml, cd)  # fmt: skip
 
 
 # Context fields that are not scalars
@@ -220,8 +214,6 @@ _TRAILING.update(
             "block_end",
             "code_lines",
             "stmt_end",
-            "stmt_fn",
-            "return_lines",
             "multi_lines",
             "cond_lines",
         ),
@@ -250,7 +242,7 @@ def init() -> State:
         line=z, n_print=z, lab_for=jnp.zeros(V.N_LABELS, bool), pop_due=jnp.int32(-1),
         lab_lo=jnp.zeros(V.N_LABELS, jnp.int32), lab_hi=jnp.zeros(V.N_LABELS, jnp.int32),
         lab_orpop=jnp.zeros(V.N_LABELS, bool), max_line=jnp.int32(0),
-        marked=jnp.zeros(V.N_LINES + 1, bool), fresh=jnp.bool_(False), back=jnp.bool_(False),
+        fresh=jnp.bool_(False), back=jnp.bool_(False),
         last_op=jnp.int32(isa.N_OPS),
     )  # fmt: skip
 
@@ -412,11 +404,6 @@ def allowed(s: State, c: Context):
         kind == ArgKind.TARGET, jnp.any(lab_ok & ~(fwd[:, None] & defined[None, :]), axis=1), True
     )
     ops_s &= ~live | _structure_ok(s, d)
-    # a return is a ``return`` statement's, or the implicit one after every statement of
-    # the body has been marked
-    covered = _covered(s, c)
-    ret_ok = (c.return_lines[jnp.clip(s.line, 0, V.N_LINES)] > 0) | covered
-    ops_s &= ~(live & (ops == Op.RETURN_VALUE)) | ret_ok
     lines_s = lines & (c.code_lines[ln_no] > 0)
     # inside a statement that a pending label ends, only that statement's lines
     known = (s.lab_state == L_PENDING) & (s.lab_hi > 0)
@@ -427,10 +414,10 @@ def allowed(s: State, c: Context):
     # lines go forward (to the last line again only where a ``;`` or a body after ``:``
     # starts a statement inside it), or back to the header of a statement whose body is
     # around them (a loop's jump back, an if's jump past its else parts), and then only
-    # that JUMP follows; the implicit return at a body's end (every statement marked, no
-    # label pending) carries the line of the body's last statement, the header of an if
+    # that JUMP follows; the implicit return at a body's end (it may come where no label
+    # is pending) carries the line of the body's last statement, the header of an if
     # with else parts
-    last = covered & ~pending
+    last = ~pending
     between = _between(s, c) & ~close
     reach = jnp.where(last, c.stmt_end[ln_no], c.block_end[ln_no])
     around = (c.block_end[ln_no] > 0) & (ln_no <= s.max_line) & (s.max_line <= reach)
@@ -439,10 +426,10 @@ def allowed(s: State, c: Context):
     lines_s &= ~between | (ln_no > s.max_line) | again | around
     # a statement's first instruction follows its line marker, unless it starts on the
     # current line after another statement (or it is a JUMP: a loop's jump back, an if's
-    # past its else parts, on the line they already mark; or the None of a print call
-    # used as a value, after its pop)
-    fresh = s.fresh | (c.multi_lines[jnp.clip(s.line, 0, V.N_LINES)] > 0) | last
-    goes_on = (ops == Op.JUMP) | ((ops == Op.LOAD_CONST) & (s.last_op == Op.POP_N))
+    # past its else parts, on the line they already mark; or a LOAD_CONST: the None of a
+    # print call used as a value, after its pop, or the implicit return's 0)
+    fresh = s.fresh | (c.multi_lines[jnp.clip(s.line, 0, V.N_LINES)] > 0)
+    goes_on = (ops == Op.JUMP) | ((ops == Op.LOAD_CONST) & ((s.last_op == Op.POP_N) | last))
     ops_s &= ~(between & ~fresh & jnp.any(lines_s)) | goes_on
     back = live & s.back
     ops_s &= ~back | (ops == Op.JUMP)
@@ -468,12 +455,12 @@ def allowed(s: State, c: Context):
     # SLOT: a name already given a slot here, or a new one while slots remain (one is
     # kept for the temporary), or the temporary
     new_ok = s.n_slots < c.max_locals - 1
-    # (typed) a statement stores a name (one value above the loops' ranges), an
-    # expression stores only the comparison temporary
+    # (typed) one value above the loops' ranges a store names a variable (the comparison
+    # temporary is stored with two values of its chain on the stack at least)
     names = user & ((s.slot_of >= 0) | new_ok)
     store = live & (s.cur_op == Op.STORE_VAR)
     stmt = (d == _statement_depth(s) + 1) & jnp.any(names)  # (never no choice at all)
-    sarg = put(arg, V.VAR_BASE, names & (~store | stmt))
+    sarg = put(arg, V.VAR_BASE, names)
     sarg = sarg.at[V.TEMP].set(~store | ~stmt)
     # TARGET
     # (typed) conditional jumps go forward (where that leaves a choice)
@@ -518,11 +505,6 @@ def _structured(s: State, c: Context):
     return (c.print_items[0, 0] != -1) & ~s.dead
 
 
-def _covered(s: State, c: Context):
-    """Bool[]: every line where a statement of this body starts has been marked."""
-    return jnp.all((c.stmt_fn != s.fn + 1) | s.marked)
-
-
 def _between(s: State, c: Context):
     """Bool[]: between two statements (typed mask, reachable): at the statement depth,
     no label of an expression (one with no statement's lines) pending."""
@@ -539,14 +521,15 @@ def _statement_depth(s: State):
 def _structure_ok(s: State, d):
     """Bool[N_OPS]: ops that keep the code generator's structure at depth d.
 
-    * ``return``, ``assert`` and an expression statement consume the statement's one
-      value: only at the statement depth plus one;
+    * ``return``, ``assert`` and an expression statement consume a value above the open
+      loops' ranges: at the statement depth plus one or deeper (deeper where earlier code
+      left values on the stack: harmless, and the model's right code does it);
     * inside ``a and b`` (a JUMP_IF_*_OR_POP's label pending, at depth D) the right
       operand's code never consumes a below it: no op takes the stack below D - 1, no op
       that pushes nothing (a store, a print) below D, and no statement-only op at all."""
     ops = jnp.arange(isa.N_OPS)
     at_stmt = jnp.asarray(_AT_STATEMENT[:-1])
-    ok = ~at_stmt | (d == _statement_depth(s) + 1)
+    ok = ~at_stmt | (d >= _statement_depth(s) + 1)
     orp = (s.lab_state == L_PENDING) & s.lab_orpop & (s.lab_depth >= 0)
     dor = jnp.max(jnp.where(orp, s.lab_depth, -1))
     level = d - jnp.asarray(_POPS[:-1])
@@ -617,7 +600,7 @@ def _start_body(s: State, fn) -> State:
         lab_for=jnp.zeros(V.N_LABELS, bool), pop_due=jnp.int32(-1),
         lab_lo=jnp.zeros(V.N_LABELS, jnp.int32), lab_hi=jnp.zeros(V.N_LABELS, jnp.int32),
         lab_orpop=jnp.zeros(V.N_LABELS, bool), max_line=jnp.int32(0),
-        marked=jnp.zeros(V.N_LINES + 1, bool), fresh=jnp.bool_(False), back=jnp.bool_(False),
+        fresh=jnp.bool_(False), back=jnp.bool_(False),
         last_op=jnp.int32(isa.N_OPS),
     )  # fmt: skip
 
@@ -683,8 +666,7 @@ def step(s: State, tok, c: Context, lits=None):
         max_line=jnp.where(is_ln, jnp.maximum(s.max_line, tok - V.LN_BASE + 1), s.max_line),
         fresh=s.fresh | is_ln,
         back=is_ln & _between(s, c) & (tok - V.LN_BASE + 1 < s.max_line)
-        & ~(_covered(s, c) & ~jnp.any(s.lab_state == L_PENDING)),
-        marked=s.marked.at[jnp.where(is_ln, tok - V.LN_BASE + 1, V.N_LINES + 1)].set(True, mode="drop"),
+        & jnp.any(s.lab_state == L_PENDING),
     )  # fmt: skip
     done_fn = tok == V.END
     nxt = s.fn + 1

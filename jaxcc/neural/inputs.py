@@ -65,13 +65,6 @@ class Src(NamedTuple):
     # Int32[Array, "B D"]  the front end's return type (isa.T_*) of each def, in source
     # order (Program.fn_rettype[:, 1:]); read by the typed mask only; None: not known
     ret_types: object = None
-    # Int32[Array, "B L"]  for a line where a statement that writes code starts (the first
-    # of its logical line, not ``pass``, ``else``, ``elif`` or ``def``): 1 + the index of
-    # the body it belongs to (0: the module, f: the f-th def); 0 elsewhere. Read by the
-    # typed mask only (every such line is marked before a body's implicit return)
-    stmt_fn: object = None
-    # Int32[Array, "B L"]  1 for a line with a ``return`` on it. Read by the typed mask only
-    return_lines: object = None
     # Int32[Array, "B L"]  1 for a line where a statement may start after another: a ``;``
     # or a ``:`` (outside brackets) with code after it. Read by the typed mask only
     multi_lines: object = None
@@ -159,8 +152,8 @@ _HEADER[[Tok.KW_IF, Tok.KW_ELIF, Tok.KW_WHILE, Tok.KW_FOR]] = True
 
 
 def _blocks(kind, line, indent, keep, paren) -> dict:
-    """Src.code_lines, Src.block_end, Src.stmt_end, Src.stmt_fn, Src.return_lines,
-    Src.multi_lines and Src.cond_lines of one program (raw token arrays), from the
+    """Src.code_lines, Src.block_end, Src.stmt_end, Src.multi_lines and Src.cond_lines of
+    one program (raw token arrays), from the
     tokens' layout: a statement's body is the
     lines up to the next statement that starts no deeper than it."""
     import jax
@@ -201,22 +194,6 @@ def _blocks(kind, line, indent, keep, paren) -> dict:
         last = jnp.max(jnp.where(inside & (code_lines[None, :] > 0), lines[None, :], 0), axis=1)
         return jnp.where(hdr_depth >= 0, jnp.maximum(last, lines), 0)[: V.N_LINES + 1]
 
-    # the body of each line's statement: defs are not nested, so the last def header at
-    # or above the line, if the line is inside its body
-    is_def = jnp.zeros(n1, bool).at[at].max(kind == Tok.KW_DEF, mode="drop")
-    def_depth = jnp.where(is_def, depth, -1)
-    in_def = (lines[None, :] > lines[:, None]) & (depth[None, :] <= def_depth[:, None])
-    def_next = jnp.min(jnp.where(in_def, lines[None, :], n1), axis=1)
-    last_def = jax.lax.cummax(jnp.where(is_def, lines, 0))
-    rank = jnp.cumsum(is_def.astype(jnp.int32))
-    inside = (last_def > 0) & (lines > last_def) & (lines < def_next[last_def])
-    fn = jnp.where(inside, rank[last_def], 0)
-    quiet = (kind == Tok.KW_PASS) | (kind == Tok.KW_ELSE) | (kind == Tok.KW_ELIF)
-    quiet |= kind == Tok.ENDMARKER
-    writes = jnp.zeros(n1, bool).at[at].max(~quiet & (kind != Tok.KW_DEF), mode="drop")
-    stmt_fn = jnp.where(writes & (lines >= 1), fn + 1, 0)
-    ret = keep & (kind == Tok.KW_RETURN)
-    return_lines = jnp.zeros(n1, jnp.int32).at[jnp.where(ret, ln, n1)].set(1, mode="drop")
     # the next kept token after each one (COMMENT and NL are not kept)
     nxt_kind = (
         jnp.full(t + 1, Tok.PAD).at[jnp.where(keep, jnp.cumsum(keep) - 1, t)].set(kind, mode="drop")
@@ -231,8 +208,7 @@ def _blocks(kind, line, indent, keep, paren) -> dict:
     conds = jnp.zeros(n1, jnp.int32).at[jnp.where(cond, first, n1)].set(1, mode="drop")
     cut = lambda x: x[: V.N_LINES + 1].astype(jnp.int32)  # noqa: E731
     return dict(code_lines=cut(code_lines), block_end=last_code(body_next),
-                stmt_end=last_code(stmt_next), stmt_fn=cut(stmt_fn),
-                return_lines=cut(return_lines), multi_lines=cut(multi),
+                stmt_end=last_code(stmt_next), multi_lines=cut(multi),
                 cond_lines=cut(conds))  # fmt: skip
 
 
