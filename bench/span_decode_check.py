@@ -96,6 +96,7 @@ def main(argv=None) -> int:
             tuple(int(x) for x in ns.ks.split(",")),
             budget_s=ns.throughput_s,
             span_decode=span,
+            typed=False,  # as this check was run (docs/neural.md section 4)
         )
         print("throughput", span, res[f"throughput_span={span}"], flush=True)
         save()

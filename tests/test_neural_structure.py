@@ -15,7 +15,13 @@ labeller's sequences and CPython's ``ast`` and ``tokenize``:
   only line markers of that statement's lines, and never a line without code; between
   statements lines go forward (or back to the header of a body around them);
 * a def's return type in the declarations is the front end's (``inputs.typing``);
-* conditional jumps go forward; ``return``, ``assert`` and an expression statement's pop
+* an expression statement's ``POP_TOP`` only on its logical line's lines
+  (``Src.expr_lines``, checked against ``ast.Expr``); a return or an assert at most one
+  value above the depth where the last new line was marked (or the statement depth);
+  a body's implicit return only once its last statement's line is marked
+  (``Src.body_last``, checked against ``ast``);
+* conditional jumps go forward, and the label past a header's body is a new one or one
+  whose statement ends with that body (the labeller's one name for both); ``return``, ``assert`` and an expression statement's pop
   take a value above the open loops' ranges, and a store just above them names a variable;
   inside ``and`` / ``or`` no statement-only op.
 
@@ -47,6 +53,9 @@ NL, NV = TRAIN_LIMITS, V.NEURAL_DEFAULT
 PRINT_VALUE = {V.op_tok(isa.Op.PRINT_INT), V.op_tok(isa.Op.PRINT_BOOL)}
 PRINT_NEWLINE, POP_N = V.op_tok(isa.Op.PRINT_NEWLINE), V.op_tok(isa.Op.POP_N)
 FOR_RANGE = V.op_tok(isa.Op.FOR_RANGE)
+POP_TOP = V.op_tok(isa.Op.POP_TOP)
+RETURN, ASSERT = V.op_tok(isa.Op.RETURN_VALUE), V.op_tok(isa.Op.ASSERT)
+LOAD_CONST = V.op_tok(isa.Op.LOAD_CONST)
 
 
 def _sources() -> list[str]:
@@ -72,8 +81,10 @@ def _features(srcs):
     return source_features(tokens, NV), (pt, rt)
 
 
-def _node_lines(nodes) -> list[int]:
-    return [n.lineno for x in nodes for n in ast.walk(x) if hasattr(n, "lineno")]
+def _node_lines(nodes, with_pass: bool = False) -> list[int]:
+    """Lines where a node starts (a ``pass`` only ``with_pass``: it makes no code)."""
+    return [n.lineno for x in nodes for n in ast.walk(x)
+            if hasattr(n, "lineno") and (with_pass or not isinstance(n, ast.Pass))]  # fmt: skip
 
 
 def _extents(source: str) -> dict[int, tuple[int, int]]:
@@ -121,13 +132,62 @@ def _logical_lines(source: str) -> tuple[set[int], set[int]]:
     return cond, multi
 
 
+def _expr_lines(source: str) -> set[int]:
+    """The lines (with a token) of each logical line where an expression statement other
+    than a ``print`` call starts (CPython's ast and tokenize)."""
+    starts = {n.lineno for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Expr)
+              and not (isinstance(n.value, ast.Call) and isinstance(n.value.func, ast.Name)
+                       and n.value.func.id == "print")}  # fmt: skip
+    out: set[int] = set()
+    here: set[int] = set()
+    for t in tokenize.generate_tokens(io.StringIO(source).readline):
+        if t.type in (tokenize.NEWLINE, tokenize.ENDMARKER):
+            out |= here if here & starts else set()
+            here = set()
+        elif t.type not in (tokenize.COMMENT, tokenize.NL, tokenize.INDENT, tokenize.DEDENT):
+            here.add(t.start[0])
+    return out
+
+
+def _body_last(source: str) -> dict[int, int]:
+    """For each line with a token: the first line of the last statement with code (not
+    ``pass``) of its body, the module's or a def's (CPython's ast and tokenize)."""
+    tree = ast.parse(source)
+    defs = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
+
+    def last(nodes):
+        return max([n.lineno for x in nodes for n in ast.walk(x)
+                    if isinstance(n, ast.stmt) and not isinstance(n, (ast.Pass, ast.FunctionDef))]
+                   or [0])  # fmt: skip
+
+    module = last([n for n in tree.body if not isinstance(n, ast.FunctionDef)])
+    out = {}
+    for t in tokenize.generate_tokens(io.StringIO(source).readline):
+        if t.type in (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT,
+                      tokenize.DEDENT, tokenize.ENDMARKER):  # fmt: skip
+            continue
+        ln = t.start[0]
+        own = [f for f in defs if f.lineno <= ln <= f.end_lineno]
+        out[ln] = last(own[0].body) if own else module
+    return out
+
+
 def test_blocks_and_code_lines_match_the_ast():
     srcs = _sources()
     feats, _ = _features(srcs)
     be, se, cl = (np.asarray(x) for x in (feats.block_end, feats.stmt_end, feats.code_lines))
     cd, ml = np.asarray(feats.cond_lines), np.asarray(feats.multi_lines)
+    ex, bl = np.asarray(feats.expr_lines), np.asarray(feats.body_last)
     seen = collections.Counter()
     for j, s in enumerate(srcs):
+        want_bl = np.zeros(V.N_LINES + 1, np.int32)
+        for line, v in _body_last(s).items():
+            want_bl[line] = v
+        np.testing.assert_array_equal(bl[j], want_bl, err_msg=s)
+        seen["body_last"] += int((want_bl > 0).sum())
+        want_ex = _expr_lines(s)
+        np.testing.assert_array_equal(np.flatnonzero(ex[j]), sorted(want_ex), err_msg=s)
+        seen["expr"] += len(want_ex)
         cond, multi = _logical_lines(s)
         np.testing.assert_array_equal(np.flatnonzero(cd[j]), sorted(cond), err_msg=s)
         np.testing.assert_array_equal(np.flatnonzero(ml[j]), sorted(multi), err_msg=s)
@@ -138,13 +198,14 @@ def test_blocks_and_code_lines_match_the_ast():
             want = ext.get(line, (0, 0))
             assert (be[j, line], se[j, line]) == want, (s, line, want)
             seen["ifs" if want[1] > want[0] else "blocks"] += want[0] > 0
-        for line in _node_lines(ast.parse(s).body):
+        for line in _node_lines(ast.parse(s).body, with_pass=True):
             assert cl[j, line] == 1, (s, line)  # every line a node starts on may be marked
         for line in _no_code_lines(s):
             assert cl[j, line] == 0, (s, line)
             seen["no_code"] += 1
     assert seen["blocks"] >= 50 and seen["ifs"] >= 10 and seen["no_code"] >= 50, seen
-    assert seen["cond"] >= 20 and seen["multi"] >= 20, seen
+    assert seen["cond"] >= 20 and seen["multi"] >= 20 and seen["expr"] >= 20, seen
+    assert seen["body_last"] >= 500, seen
 
 
 def _labelled(srcs):
@@ -197,8 +258,12 @@ def test_typed_mask_fixes_prints_returns_labels_lines_and_statement_structure():
     for i, (s, t) in enumerate(rows):
         ext = _extents(s)
         no_code = _no_code_lines(s)
-        cond, _ = _logical_lines(s)
+        cond, multi = _logical_lines(s)
+        expr = _expr_lines(s)
+        body_last = _body_last(s)
         top = 0
+        ln_d = 0  # the depth where the last new line was marked
+        stmt_from = 0  # the first line after those marked before this statement
         n_lines = len(s.splitlines())
         line = 0
         named: set[int] = set()  # labels of this body so far
@@ -224,11 +289,26 @@ def test_typed_mask_fixes_prints_returns_labels_lines_and_statement_structure():
                 seen["ret"] += 1
             if tok in (V.BODY, V.END):
                 pending, named, defined = {}, set(), set()
-                top = 0
+                top = ln_d = stmt_from = 0
+            if live and tok in OPS and d > max(ln_d, sd) + 1:  # return, assert: one value
+                assert not m[[RETURN, ASSERT]].any(), (s, p)
+                seen["ret_depth"] += int(mu[[RETURN, ASSERT]].any())
+            # the implicit return (a LOAD_CONST with no line marker of its own) comes once
+            # the body's last statement's line is marked
+            has_arg = lambda x: x in OPS and G._ARG_KIND[x - V.OP_BASE] != G.ArgKind.NONE  # noqa: E731
+            last_ins = prev if prev in OPS else t[p - 2] if p >= 2 else None
+            after_ins = (prev in OPS and not has_arg(prev)) or (p >= 2 and has_arg(t[p - 2]))
+            if (live and d == sd and not pending and after_ins and last_ins != POP_N
+                    and line not in multi and top < body_last.get(top, 0)):  # fmt: skip
+                assert not m[LOAD_CONST], (s, p)
+                seen["implicit"] += int(mu[LOAD_CONST])
             if live and prev in COND:  # conditional jumps go forward
                 back = [V.LAB_BASE + k for k in defined]
                 assert not m[back].any(), (s, p)
                 seen["forward"] += int(mu[back].any())
+            if live and tok in OPS and line not in expr:  # no pop off an expression statement
+                assert not m[POP_TOP], (s, p)
+                seen["expr_pop"] += int(mu[POP_TOP])
             if live and tok in OPS:
                 if d < sd + 1:  # return, assert, pop take a value above the loops' ranges
                     assert not m[AT_STMT].any(), (s, p)
@@ -242,9 +322,16 @@ def test_typed_mask_fixes_prints_returns_labels_lines_and_statement_structure():
             name = V.name(tok)
             if name.startswith("LN_"):
                 line = int(name[3:])
+                ln_d = d if line > top else ln_d
                 if live and d == sd and all(sp for _, _, sp in pending.values()):
-                    # between statements: forward, or to the header of a body around
+                    # between statements: forward, or to the header of a body around (or,
+                    # after a print call's pop, to its statement's lines: ``return
+                    # print(...)`` marks the return's line for the None)
                     back = [o for o in range(1, top) if o not in ext or not o <= top <= ext[o][0]]
+                    if p >= 2 and t[p - 2] == POP_N:
+                        back = [o for o in back if o < stmt_from]
+                    if line > top:
+                        stmt_from = top + 1
                     if pending:
                         assert not m[[V.ln_tok(o) for o in back]].any(), (s, p)
                         seen["back"] += int(mu[[V.ln_tok(o) for o in back]].any())
@@ -260,10 +347,17 @@ def test_typed_mask_fixes_prints_returns_labels_lines_and_statement_structure():
                     for k in outer:  # nothing named before the inner loop's exit, here
                         assert not m[V.LAB_BASE + k] and not mu[V.LAB_BASE + k], (s, p, k)
                         seen["nest"] += 1
-                elif prev != V.LABEL and j not in named:  # first named by a jump
-                    dp = depth[i, p - 1]  # before the jump
+                dp = depth[i, p - 1]  # before the jump
+                jif = prev == JIF and dp == sd + 1 and line not in cond
+                if live and line in ext and (prev == FOR_RANGE or jif):
+                    # a header's label: new, or one of a statement that ends with its body
+                    other = [k for k, (_, _, sp) in pending.items()
+                             if sp and sp[1] != ext[line][0]]  # fmt: skip
+                    assert not m[[V.LAB_BASE + k for k in other]].any(), (s, p, other)
+                    seen["own"] += int(mu[[V.LAB_BASE + k for k in other]].any())
+                    seen["own_merged"] += j in pending  # the labeller reuses a label
+                if prev != V.LABEL and j not in named:  # first named by a jump
                     span = None
-                    jif = prev == JIF and dp == sd + 1 and line not in cond
                     if live and line in ext and (prev == FOR_RANGE or jif):
                         span = (line, ext[line][0])
                     elif live and line in ext and prev == JUMP and dp == sd:
@@ -291,4 +385,5 @@ def test_typed_mask_fixes_prints_returns_labels_lines_and_statement_structure():
     assert seen["lines"] >= 1000 and seen["lines_free"] >= 1000 and seen["lines_if"] >= 1000, seen
     assert seen["no_code_free"] >= 500 and seen["forward"] >= 50, seen
     assert seen["stmt"] >= 100 and seen["and_or"] >= 100 and seen["store"] >= 100, seen
-    assert seen["back"] >= 100, seen
+    assert seen["expr_pop"] >= 1000 and seen["ret_depth"] >= 100 and seen["implicit"] >= 50, seen
+    assert seen["back"] >= 100 and seen["own"] >= 5 and seen["own_merged"] >= 3, seen

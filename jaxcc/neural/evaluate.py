@@ -145,9 +145,12 @@ def _typing_jit(src, length, limits):
 
 
 def throughput(cfg, params, sources, nl, ks=(16, 256, 1000), budget_s: float = 60.0,
-               span_decode: bool | None = None):  # fmt: skip
+               span_decode: bool | None = None, typed: bool = True):  # fmt: skip
     """Candidates per second (sampling + assembly) at each k, one program batch per k
-    (``span_decode``: ``sample.sample``'s)."""
+    (``span_decode``: ``sample.sample``'s). ``typed``: sample with the typed mask, as
+    ``jaxcc run --compiler neural`` does; the front end's print items and return types
+    (``inputs.typing``, once per program whatever k) are computed before the clock
+    starts and timed apart (``typing_seconds``); False: the untyped mask."""
     rows = []
     t_end = time.time() + budget_s
     tier = S.tier(int(S.n_source_tokens(sources, nl).max()), cfg)
@@ -155,32 +158,29 @@ def throughput(cfg, params, sources, nl, ks=(16, 256, 1000), budget_s: float = 6
         b = max(1, min(64, 4096 // k))
         src, length = lexer.encode((sources * b)[:b], nl)
         tokens, _ = jax.jit(lexer.lex, static_argnames=("limits",))(src, length, nl)
+        t_typing = None
+        items = (None, None)
+        if typed:
+            jax.block_until_ready(_typing_jit(src, length, nl))  # compile
+            t0 = time.time()
+            items = jax.block_until_ready(_typing_jit(src, length, nl))
+            t_typing = time.time() - t0
         f = jax.jit(
-            lambda t, key, k=k: (
-                S.compile(
-                    t,
-                    params,
-                    key,
-                    nl,
-                    k,
-                    0.8,
-                    0.95,
-                    True,
-                    cfg=cfg,
-                    nlimits=tier,
-                    span_decode=span_decode,
-                ).program.n_code
-            )
-        )
-        jax.block_until_ready(f(tokens, jax.random.key(0)))  # compile
+            lambda t, key, pt, rt, k=k: S.compile(
+                t, params, key, nl, k, 0.8, 0.95, True, cfg=cfg, nlimits=tier,
+                span_decode=span_decode, print_items=pt, ret_types=rt,
+            ).program.n_code
+        )  # fmt: skip
+        jax.block_until_ready(f(tokens, jax.random.key(0), *items))  # compile
         times = []
         for r in range(3):
             t0 = time.time()
-            jax.block_until_ready(f(tokens, jax.random.key(r + 1)))
+            jax.block_until_ready(f(tokens, jax.random.key(r + 1), *items))
             times.append(time.time() - t0)
         med = float(np.median(times))
         rows.append({"k": k, "programs": b, "candidates": b * k, "seconds": med, "tier": list(tier),
-                     "span_decode": span_decode, "candidates_per_s": b * k / med})  # fmt: skip
+                     "span_decode": span_decode, "typed_mask": typed,
+                     "typing_seconds": t_typing, "candidates_per_s": b * k / med})  # fmt: skip
         if time.time() > t_end:
             break
     return rows
@@ -356,7 +356,8 @@ def main(argv=None) -> int:
         )
     if ns.throughput:
         srcs = throughput_sources(nl)
-        summary["throughput"] = throughput(cfg, params, srcs, nl, budget_s=200.0)
+        summary["throughput"] = throughput(cfg, params, srcs, nl, budget_s=200.0,
+                                           typed=not ns.untyped)  # fmt: skip
         print("throughput", summary["throughput"], flush=True)
     with open(os.path.join(ns.out, "eval.json"), "w") as f:
         json.dump(summary, f, indent=1)

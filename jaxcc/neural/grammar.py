@@ -38,9 +38,11 @@ from an untrained model and runs them in the VM):
   the source's layout); only lines with code are marked (``Src.code_lines``); between
   statements lines go forward or back to the header of a statement around the point;
   return, assert and an expression statement's pop take a value above the statement
-  depth (three values per open for loop), and a store just above it names a variable
+  depth (three values per open for loop), the pop only on the lines of an expression
+  statement (``Src.expr_lines``), and a store just above it names a variable
   (never the temporary); inside ``and`` / ``or`` the right operand never consumes the left's value
-  and no statement-only op is written; conditional jumps go forward;
+  and no statement-only op is written; conditional jumps go forward; a header's
+  JUMP_IF_FALSE or FOR_RANGE names a new label or one whose statement ends with its own;
 * the sequence ends (EOS) within ``max_out`` tokens and ``max_code`` instructions: when
   the remaining budget only just covers the shortest way to finish (``_closing_cost``),
   the mask allows only the tokens of that way (return from the current function,
@@ -128,6 +130,8 @@ class Context(NamedTuple):
     stmt_end: object  # Int32[N_LINES + 1]  Src.stmt_end (typed mask only; zeros: unknown)
     multi_lines: object  # Int32[N_LINES + 1]  Src.multi_lines (typed mask only)
     cond_lines: object  # Int32[N_LINES + 1]  Src.cond_lines (typed mask only)
+    expr_lines: object  # Int32[N_LINES + 1]  Src.expr_lines (typed mask only; ones: unknown)
+    body_last: object  # Int32[N_LINES + 1]  Src.body_last (typed mask only; zeros: unknown)
 
 
 class State(NamedTuple):
@@ -164,15 +168,17 @@ class State(NamedTuple):
     fresh: object  # Bool[]  a line marker since the last instruction
     back: object  # Bool[]  that marker went back to a header between statements
     last_op: object  # the last instruction's op (N_OPS: none yet in this body)
+    ln_depth: object  # the depth where the last line marker to a new line was written
+    stmt_from: object  # the line after the last one marked before this statement's first
 
 
 def context(n_lits, n_lines, max_out, max_code, max_locals, max_funcs, print_items=None,
             block_end=None, ret_types=None, code_lines=None, stmt_end=None, multi_lines=None,
-            cond_lines=None) -> Context:  # fmt: skip
+            cond_lines=None, expr_lines=None, body_last=None) -> Context:  # fmt: skip
     """The Context of one sequence, or of a batch when the scalars have a leading axis
     (``print_items``: Int32[..., PF, PP] from ``Debug.print_items``, cut or padded with -1 to
     [MAX_FUNCS, MAX_PRINTS]; None: no typed mask. ``block_end``, ``stmt_end``, ``code_lines``,
-    ``multi_lines``, ``cond_lines``: Int32[..., N_LINES + 1],
+    ``multi_lines``, ``cond_lines``, ``expr_lines``, ``body_last``: Int32[..., N_LINES + 1],
     from ``Src``, used only with
     print items. ``ret_types``:
     Int32[..., D], the front end's return type of each ``def`` in source order, isa.T_*,
@@ -186,7 +192,8 @@ def context(n_lits, n_lines, max_out, max_code, max_locals, max_funcs, print_ite
         return i(x)
 
     be, se, cl = lines(block_end, 0), lines(stmt_end, 0), lines(code_lines, 1)
-    ml, cd = lines(multi_lines, 0), lines(cond_lines, 0)
+    ml, cd, ex = lines(multi_lines, 0), lines(cond_lines, 0), lines(expr_lines, 1)
+    bl = lines(body_last, 0)
     if ret_types is None:
         rt = jnp.full((*lead, MAX_DECLS), -1, jnp.int32)
     else:
@@ -203,7 +210,7 @@ def context(n_lits, n_lines, max_out, max_code, max_locals, max_funcs, print_ite
         ]
         pt = jnp.pad(pt, pad, constant_values=-1)
     return Context(i(n_lits), i(n_lines), i(max_out), i(max_code), i(max_locals),
-                   jnp.minimum(i(max_funcs), MAX_FUNCS), pt, be, rt, cl, se, ml, cd)  # fmt: skip
+                   jnp.minimum(i(max_funcs), MAX_FUNCS), pt, be, rt, cl, se, ml, cd, ex, bl)  # fmt: skip
 
 
 # Context fields that are not scalars
@@ -216,6 +223,8 @@ _TRAILING.update(
             "stmt_end",
             "multi_lines",
             "cond_lines",
+            "expr_lines",
+            "body_last",
         ),
         1,
     )
@@ -243,7 +252,7 @@ def init() -> State:
         lab_lo=jnp.zeros(V.N_LABELS, jnp.int32), lab_hi=jnp.zeros(V.N_LABELS, jnp.int32),
         lab_orpop=jnp.zeros(V.N_LABELS, bool), max_line=jnp.int32(0),
         fresh=jnp.bool_(False), back=jnp.bool_(False),
-        last_op=jnp.int32(isa.N_OPS),
+        last_op=jnp.int32(isa.N_OPS), ln_depth=z, stmt_from=z,
     )  # fmt: skip
 
 
@@ -404,6 +413,8 @@ def allowed(s: State, c: Context):
         kind == ArgKind.TARGET, jnp.any(lab_ok & ~(fwd[:, None] & defined[None, :]), axis=1), True
     )
     ops_s &= ~live | _structure_ok(s, d)
+    # an expression statement's POP_TOP only on the lines of one (not an if's header)
+    ops_s &= ~live | (ops != Op.POP_TOP) | (c.expr_lines[jnp.clip(s.line, 0, V.N_LINES)] > 0)
     lines_s = lines & (c.code_lines[ln_no] > 0)
     # inside a statement that a pending label ends, only that statement's lines
     known = (s.lab_state == L_PENDING) & (s.lab_hi > 0)
@@ -423,13 +434,18 @@ def allowed(s: State, c: Context):
     around = (c.block_end[ln_no] > 0) & (ln_no <= s.max_line) & (s.max_line <= reach)
     mx = jnp.clip(s.max_line, 0, V.N_LINES)
     again = (ln_no == s.max_line) & (c.multi_lines[mx] > 0) & (s.line != s.max_line)
-    lines_s &= ~between | (ln_no > s.max_line) | again | around
+    # (after a print call used as a value, ``return print(...)``: back to its statement's
+    # line for the None it gives)
+    printed = (s.last_op == Op.POP_N) & (ln_no >= s.stmt_from) & (ln_no <= s.max_line)
+    lines_s &= ~between | (ln_no > s.max_line) | again | around | printed
     # a statement's first instruction follows its line marker, unless it starts on the
     # current line after another statement (or it is a JUMP: a loop's jump back, an if's
     # past its else parts, on the line they already mark; or a LOAD_CONST: the None of a
-    # print call used as a value, after its pop, or the implicit return's 0)
+    # print call used as a value, after its pop, or the implicit return's 0, once the
+    # body's last statement's line is marked)
     fresh = s.fresh | (c.multi_lines[jnp.clip(s.line, 0, V.N_LINES)] > 0)
-    goes_on = (ops == Op.JUMP) | ((ops == Op.LOAD_CONST) & ((s.last_op == Op.POP_N) | last))
+    ends = last & (s.max_line >= c.body_last[mx])
+    goes_on = (ops == Op.JUMP) | ((ops == Op.LOAD_CONST) & ((s.last_op == Op.POP_N) | ends))
     ops_s &= ~(between & ~fresh & jnp.any(lines_s)) | goes_on
     back = live & s.back
     ops_s &= ~back | (ops == Op.JUMP)
@@ -463,9 +479,17 @@ def allowed(s: State, c: Context):
     sarg = put(arg, V.VAR_BASE, names)
     sarg = sarg.at[V.TEMP].set(~store | ~stmt)
     # TARGET
-    # (typed) conditional jumps go forward (where that leaves a choice)
+    # (typed) conditional jumps go forward (where that leaves a choice); the label past
+    # an if's or while's body or a loop's exit (as ``step`` names them: on the header's
+    # line) is a new one, or a pending one whose statement ends where this one does (the
+    # labeller gives two labels at one place one name): a label of a statement that goes
+    # on after this one would skip that code
     lab1 = _label_ok(s, d + jnp.asarray(_TARGET_DELTA)[s.cur_op])
     fwd1 = lab1 & ~(live & (s.cur_op != Op.JUMP) & defined)
+    bend = c.block_end[jnp.clip(s.line, 0, V.N_LINES)]
+    own = live & (bend > 0) & ((s.cur_op == Op.FOR_RANGE) | (_header_jif(s, c, s.cur_op, d)))
+    same = (s.lab_state == L_PENDING) & ((s.lab_hi == bend) | (s.lab_hi == 0))
+    fwd1 &= ~own | same | (jnp.arange(V.N_LABELS) == s.n_lab)
     targ = put(arg, V.LAB_BASE, jnp.where(jnp.any(fwd1), fwd1, lab1))
     # FUNC: the callee by name
     callee = jnp.any((s.decl_name[None, :] == k[:, None]) & _call_ok(s)[None, :], axis=1)
@@ -512,6 +536,14 @@ def _between(s: State, c: Context):
     return _structured(s, c) & ~expr & (s.depth == _statement_depth(s))
 
 
+def _header_jif(s: State, c: Context, op, d):
+    """Bool[]: op at depth d is an if's or while's JUMP_IF_FALSE past its body (at the
+    statement depth plus one; a header with a conditional expression in it excepted: its
+    JUMP_IF_FALSE may be the expression's)."""
+    li = jnp.clip(s.line, 0, V.N_LINES)
+    return (op == Op.JUMP_IF_FALSE) & (d == _statement_depth(s) + 1) & (c.cond_lines[li] == 0)
+
+
 def _statement_depth(s: State):
     """The depth between two statements: three values (start, stop, step) per open
     ``for`` loop (a FOR_RANGE's exit is pending)."""
@@ -523,13 +555,21 @@ def _structure_ok(s: State, d):
 
     * ``return``, ``assert`` and an expression statement consume a value above the open
       loops' ranges: at the statement depth plus one or deeper (deeper where earlier code
-      left values on the stack: harmless, and the model's right code does it);
+      left values on the stack: harmless, and the model's right code does it), and a
+      return or an assert at most one value above the depth where the last line marker
+      to a new line was written (``State.ln_depth``) or the statement depth, whichever is
+      more (its statement takes one value);
     * inside ``a and b`` (a JUMP_IF_*_OR_POP's label pending, at depth D) the right
       operand's code never consumes a below it: no op takes the stack below D - 1, no op
       that pushes nothing (a store, a print) below D, and no statement-only op at all."""
     ops = jnp.arange(isa.N_OPS)
     at_stmt = jnp.asarray(_AT_STATEMENT[:-1])
     ok = ~at_stmt | (d >= _statement_depth(s) + 1)
+    # a return or an assert takes one value of its own statement: at most one more than
+    # the stack held where the last new line was marked (its line, or a line its
+    # expression goes on to) or, in a loop's body on its header's line, the loops' ranges
+    base = jnp.maximum(s.ln_depth, _statement_depth(s))
+    ok &= ((ops != Op.RETURN_VALUE) & (ops != Op.ASSERT)) | (d <= base + 1)
     orp = (s.lab_state == L_PENDING) & s.lab_orpop & (s.lab_depth >= 0)
     dor = jnp.max(jnp.where(orp, s.lab_depth, -1))
     level = d - jnp.asarray(_POPS[:-1])
@@ -601,7 +641,7 @@ def _start_body(s: State, fn) -> State:
         lab_lo=jnp.zeros(V.N_LABELS, jnp.int32), lab_hi=jnp.zeros(V.N_LABELS, jnp.int32),
         lab_orpop=jnp.zeros(V.N_LABELS, bool), max_line=jnp.int32(0),
         fresh=jnp.bool_(False), back=jnp.bool_(False),
-        last_op=jnp.int32(isa.N_OPS),
+        last_op=jnp.int32(isa.N_OPS), ln_depth=jnp.int32(0), stmt_from=jnp.int32(0),
     )  # fmt: skip
 
 
@@ -665,8 +705,11 @@ def step(s: State, tok, c: Context, lits=None):
         cur_op=op, line=jnp.where(is_ln, tok - V.LN_BASE + 1, s.line),
         max_line=jnp.where(is_ln, jnp.maximum(s.max_line, tok - V.LN_BASE + 1), s.max_line),
         fresh=s.fresh | is_ln,
+        ln_depth=jnp.where(is_ln & (tok - V.LN_BASE + 1 > s.max_line), d, s.ln_depth),
         back=is_ln & _between(s, c) & (tok - V.LN_BASE + 1 < s.max_line)
-        & jnp.any(s.lab_state == L_PENDING),
+        & jnp.any(s.lab_state == L_PENDING) & (s.last_op != Op.POP_N),
+        stmt_from=jnp.where(is_ln & _between(s, c) & (tok - V.LN_BASE + 1 > s.max_line),
+                            s.max_line + 1, s.stmt_from),
     )  # fmt: skip
     done_fn = tok == V.END
     nxt = s.fn + 1
@@ -717,7 +760,7 @@ def step(s: State, tok, c: Context, lits=None):
     li = jnp.clip(s.line, 0, V.N_LINES)
     # (a header with a conditional expression in it: its JUMP_IF_FALSE may be the
     # expression's, so no label of it ends the statement)
-    jif = (cop == Op.JUMP_IF_FALSE) & (d == sd + 1) & (c.cond_lines[li] == 0)
+    jif = _header_jif(s, c, cop, d)
     body_hi = jnp.where(is_for | jif, c.block_end[li], 0)
     stmt_hi = jnp.where((cop == Op.JUMP) & (d == sd), c.stmt_end[li], 0)
     ends_stmt = is_t & (was == L_UNUSED) & ~s.dead & (s.line >= 1)

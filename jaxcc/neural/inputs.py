@@ -18,7 +18,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxcc.neural import vocab as V
+from jaxcc.ops import BUILTIN_ID
 from jaxcc.tokens import Tok
+
+_PRINT_ID = BUILTIN_ID["print"]
 
 N_BUCKETS = 67  # value buckets: 0..63 exact, 64: >= 64, 65: negative, 66: not a number
 
@@ -57,7 +60,8 @@ class Src(NamedTuple):
     print_items: object = None
     # Int32[Array, "B L"]  L = N_LINES + 1: for a line l where an ``if``, ``elif``,
     # ``while`` or ``for`` statement starts, the last line of its body with code (see
-    # code_lines); 0 elsewhere. Read by the typed mask only.
+    # code_lines; ``pass`` lines left out: they make no instruction); 0 elsewhere. Read
+    # by the typed mask only.
     block_end: object = None
     # Int32[Array, "B L"]  the same for the whole statement: for ``if`` and ``elif``, through
     # the ``elif`` and ``else`` parts that follow (for ``while`` and ``for``: block_end)
@@ -71,6 +75,15 @@ class Src(NamedTuple):
     # Int32[Array, "B L"]  1 for a line where a logical line with a conditional expression
     # (``a if t else b``) starts. Read by the typed mask only
     cond_lines: object = None
+    # Int32[Array, "B L"]  1 for each line of a logical line with an expression statement
+    # in it (not a ``print`` call): where a POP_TOP may end a statement. Read by the typed
+    # mask only
+    expr_lines: object = None
+    # Int32[Array, "B L"]  for each line with a token, the first line of the last statement
+    # with code (not ``pass``) of the body it belongs to (the module's or a def's); 0 on
+    # lines without one. Read by the typed mask only: a body's implicit return comes after
+    # that line is marked
+    body_last: object = None
     # Int32[Array, "B L"]  1 for a line with a token that can start code (a name, a number,
     # a keyword other than ``else``, ``(`` or a unary operator): the only lines a line
     # marker can name (the labeller marks the line where an instruction's node starts,
@@ -125,7 +138,7 @@ def _one(kind, value, line, n_tokens, max_src: int):
         [Bound.TOKENS, Bound.NAMES, Bound.LITERALS, Bound.LINES], Bound.OK,
     ).astype(jnp.int32)  # fmt: skip
     return Src(
-        **_blocks(kind, line, indent, keep, paren),
+        **_blocks(kind, value, line, indent, keep, paren),
         kind=k,
         name=compact(jnp.where(is_name, jnp.clip(value, 0, V.N_VARS - 1), 0), 0),
         lit=compact(jnp.where(is_num, jnp.clip(lit_idx, 0, V.N_LITS - 1), 0), 0),
@@ -147,13 +160,16 @@ _CODE = np.zeros(len(Tok) + 1, np.int32)  # token kinds a node can start with
 _CODE[[Tok.NAME, Tok.NUMBER, Tok.LPAR, Tok.PLUS, Tok.MINUS, Tok.TILDE]] = 1
 _CODE[Tok.KW_FALSE :] = 1
 _CODE[Tok.KW_ELSE] = 0
+_EXPR_START = np.zeros(len(Tok) + 1, bool)  # token kinds an expression statement starts with
+_EXPR_START[[Tok.NAME, Tok.NUMBER, Tok.LPAR, Tok.PLUS, Tok.MINUS, Tok.TILDE, Tok.KW_FALSE,
+             Tok.KW_NONE, Tok.KW_TRUE, Tok.KW_NOT]] = True  # fmt: skip
 _HEADER = np.zeros(len(Tok) + 1, bool)  # statements with a body the mask bounds
 _HEADER[[Tok.KW_IF, Tok.KW_ELIF, Tok.KW_WHILE, Tok.KW_FOR]] = True
 
 
-def _blocks(kind, line, indent, keep, paren) -> dict:
-    """Src.code_lines, Src.block_end, Src.stmt_end, Src.multi_lines and Src.cond_lines of
-    one program (raw token arrays), from the
+def _blocks(kind, value, line, indent, keep, paren) -> dict:
+    """Src.code_lines, Src.block_end, Src.stmt_end, Src.multi_lines, Src.cond_lines,
+    Src.expr_lines and Src.body_last of one program (raw token arrays), from the
     tokens' layout: a statement's body is the
     lines up to the next statement that starts no deeper than it."""
     import jax
@@ -165,6 +181,10 @@ def _blocks(kind, line, indent, keep, paren) -> dict:
     kc = jnp.clip(kind, 0, len(Tok))
     code = keep & (jnp.asarray(_CODE)[kc] > 0) & (line >= 1) & (line <= V.N_LINES)
     code_lines = jnp.zeros(n1, jnp.int32).at[jnp.where(code, ln, n1)].set(1, mode="drop")
+    # a body's last line with code leaves out ``pass`` (it makes no instruction: a body
+    # that ends in it ends where the statement before it does)
+    made = code & (kind != Tok.KW_PASS)
+    made_lines = jnp.zeros(n1, jnp.int32).at[jnp.where(made, ln, n1)].set(1, mode="drop")
     layout = (kind == Tok.INDENT) | (kind == Tok.DEDENT) | (kind == Tok.NEWLINE)
     sig = keep & ~layout
     last_nl = jax.lax.cummax(jnp.where(keep & (kind == Tok.NEWLINE), idx, -1))
@@ -191,7 +211,7 @@ def _blocks(kind, line, indent, keep, paren) -> dict:
 
     def last_code(nxt):
         inside = (lines[None, :] >= lines[:, None]) & (lines[None, :] < nxt[:, None])
-        last = jnp.max(jnp.where(inside & (code_lines[None, :] > 0), lines[None, :], 0), axis=1)
+        last = jnp.max(jnp.where(inside & (made_lines[None, :] > 0), lines[None, :], 0), axis=1)
         return jnp.where(hdr_depth >= 0, jnp.maximum(last, lines), 0)[: V.N_LINES + 1]
 
     # the next kept token after each one (COMMENT and NL are not kept)
@@ -206,10 +226,39 @@ def _blocks(kind, line, indent, keep, paren) -> dict:
     first = jax.lax.cummax(jnp.where(start, ln, 0))  # each token's logical line's first line
     cond = keep & (kind == Tok.KW_IF) & ~start
     conds = jnp.zeros(n1, jnp.int32).at[jnp.where(cond, first, n1)].set(1, mode="drop")
+    # expression statements (the only code a POP_TOP ends): a statement (a logical line's
+    # first token, or the one after a ``;`` or an inline body's ``:``) that starts as an
+    # expression does, with no ``=`` or augmented assignment outside brackets, and not a
+    # call of ``print`` (whose values the code generator pops itself); every line of a
+    # logical line with one is marked
+    ci = jnp.cumsum(keep) - 1  # each kept token's index in the compacted order
+    split_c = jnp.zeros(t + 1, bool).at[jnp.where(keep, ci, t)].set(split, mode="drop")
+    s_start = sig & (start | ((ci >= 1) & split_c[jnp.clip(ci - 1, 0, t)]))
+    sid = jnp.cumsum(s_start)
+    asg = keep & (kind >= Tok.EQUAL) & (kind <= Tok.CIRCUMFLEXEQUAL) & (paren == 0)
+    has_asg = jnp.zeros(t + 2, bool).at[jnp.where(asg, sid, t + 1)].set(True, mode="drop")
+    is_print = (kind == Tok.NAME) & (value == _PRINT_ID)
+    ex = s_start & jnp.asarray(_EXPR_START)[kc] & ~has_asg[sid] & ~is_print
+    ex_first = jnp.zeros(n1, bool).at[jnp.where(ex, first, n1)].set(True, mode="drop")
+    on_line = sig & (kind != Tok.ENDMARKER) & (line >= 1) & (line <= V.N_LINES)
+    ex_tok = on_line & ex_first[first]
+    expr = jnp.zeros(n1, jnp.int32).at[jnp.where(ex_tok, ln, n1)].set(1, mode="drop")
+    # the body (module 0, each def in turn) that each token belongs to: a def's body runs
+    # to the next logical line at the left margin; and the first line of each body's
+    # last statement with code (``pass`` makes none), given to every line of the body
+    top = start & (indent == 0)
+    n_def = jnp.cumsum(top & (kind == Tok.KW_DEF))
+    at_top = jax.lax.cummax(jnp.where(top, idx, -1))
+    owner = jnp.where(at_top >= 0, jnp.where(kind[jnp.clip(at_top, 0, t - 1)] == Tok.KW_DEF,
+                                            n_def[jnp.clip(at_top, 0, t - 1)], 0), 0)  # fmt: skip
+    stmt = s_start & (jnp.asarray(_CODE)[kc] > 0) & (kind != Tok.KW_PASS) & (kind != Tok.KW_DEF)
+    last_of = jnp.zeros(t + 1, jnp.int32).at[jnp.where(stmt, owner, t)].max(ln, mode="drop")
+    body_last = jnp.zeros(n1, jnp.int32).at[jnp.where(on_line, ln, n1)].max(
+        last_of[owner], mode="drop")  # fmt: skip
     cut = lambda x: x[: V.N_LINES + 1].astype(jnp.int32)  # noqa: E731
     return dict(code_lines=cut(code_lines), block_end=last_code(body_next),
                 stmt_end=last_code(stmt_next), multi_lines=cut(multi),
-                cond_lines=cut(conds))  # fmt: skip
+                cond_lines=cut(conds), expr_lines=cut(expr), body_last=cut(body_last))  # fmt: skip
 
 
 def source_features(tokens, nlimits: V.NeuralLimits = V.NEURAL_DEFAULT) -> Src:
