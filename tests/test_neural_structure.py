@@ -243,6 +243,41 @@ STORE = V.op_tok(isa.Op.STORE_VAR)
 OPS = set(range(V.OP_BASE, V.OP_BASE + V.N_TOKEN_OPS))
 
 
+def test_the_constant_min_int_is_negated_only_where_the_source_negates_it_again():
+    srcs = ["x = -2147483648\nprint(x, -x, 2147483647)\n",
+            "x = -2147483648\nprint(- -2147483648, x)\n",
+            "x = -2147483648\nprint(-(-2147483648))\n",
+            "print(-2147483648 - 1 + -   \\\n  2147483648, ~-2147483648)\n"]  # fmt: skip
+    feats, (items, rets) = _features(srcs)
+    lm, lits = np.asarray(feats.lit_min), np.asarray(feats.lits)
+    n = np.asarray(feats.n_lits)
+    for j, again in enumerate([False, True, True, False]):  # ...negated again in the source
+        slots = np.arange(V.N_LITS) < n[j]
+        np.testing.assert_array_equal(lm[j] > 0, slots & (lits[j] == -(2**31)) & (not again))
+    assert [int(lm[j].sum()) for j in range(4)] == [1, 0, 0, 3]
+    # the labeller's NEG of x (a variable) stays allowed; none right after the constant
+    rows = _labelled(srcs)
+    seq = np.zeros((len(rows), NV.max_out), np.int32)
+    for i, (_, t) in enumerate(rows):
+        seq[i, : len(t)] = t
+    tfeats = feats._replace(print_items=items, ret_types=rets)
+    typed = np.asarray(masks(jnp.asarray(seq), tfeats, NL, NV))
+    untyped = np.asarray(masks(jnp.asarray(seq), feats, NL, NV))
+    neg, seen = V.op_tok(isa.Op.NEG), collections.Counter()
+    for i, (_, t) in enumerate(rows):
+        for p, tok in enumerate(t):
+            assert typed[i, p, tok]
+            if p >= 2 and t[p - 2] == LOAD_CONST and t[p - 1] >= V.LIT_BASE:
+                after_min = lits[i][t[p - 1] - V.LIT_BASE] == -(2**31)
+                if after_min and lm[i].any():
+                    assert not typed[i, p, neg] and untyped[i, p, neg]
+                    seen["excluded"] += 1
+                elif after_min:
+                    assert typed[i, p, neg]
+                    seen["allowed"] += 1
+    assert seen["excluded"] >= 3 and seen["allowed"] >= 2, seen
+
+
 def test_typed_mask_fixes_prints_returns_labels_lines_and_statement_structure():
     rows = _labelled(_sources())
     srcs = [s for s, _ in rows]

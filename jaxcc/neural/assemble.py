@@ -44,7 +44,8 @@ def context(src: Src, limits: Limits, nlimits: V.NeuralLimits):
     return G.context(src.n_lits, src.n_lines, nlimits.max_out, limits.max_code,
                      limits.max_locals, limits.max_funcs, src.print_items,
                      src.block_end, src.ret_types, src.code_lines, src.stmt_end,
-                     src.multi_lines, src.cond_lines, src.expr_lines, src.body_last)  # fmt: skip
+                     src.multi_lines, src.cond_lines, src.expr_lines, src.body_last,
+                     src.lit_min)  # fmt: skip
 
 
 def _one(tokens, lits, ctx, limits: Limits, check: bool):

@@ -132,6 +132,7 @@ class Context(NamedTuple):
     cond_lines: object  # Int32[N_LINES + 1]  Src.cond_lines (typed mask only)
     expr_lines: object  # Int32[N_LINES + 1]  Src.expr_lines (typed mask only; ones: unknown)
     body_last: object  # Int32[N_LINES + 1]  Src.body_last (typed mask only; zeros: unknown)
+    lit_min: object  # Int32[N_LITS]  Src.lit_min (typed mask only; zeros: unknown)
 
 
 class State(NamedTuple):
@@ -170,11 +171,12 @@ class State(NamedTuple):
     last_op: object  # the last instruction's op (N_OPS: none yet in this body)
     ln_depth: object  # the depth where the last line marker to a new line was written
     stmt_from: object  # the line after the last one marked before this statement's first
+    last_lit: object  # the literal slot the last instruction loaded (-1: none)
 
 
 def context(n_lits, n_lines, max_out, max_code, max_locals, max_funcs, print_items=None,
             block_end=None, ret_types=None, code_lines=None, stmt_end=None, multi_lines=None,
-            cond_lines=None, expr_lines=None, body_last=None) -> Context:  # fmt: skip
+            cond_lines=None, expr_lines=None, body_last=None, lit_min=None) -> Context:  # fmt: skip
     """The Context of one sequence, or of a batch when the scalars have a leading axis
     (``print_items``: Int32[..., PF, PP] from ``Debug.print_items``, cut or padded with -1 to
     [MAX_FUNCS, MAX_PRINTS]; None: no typed mask. ``block_end``, ``stmt_end``, ``code_lines``,
@@ -194,6 +196,10 @@ def context(n_lits, n_lines, max_out, max_code, max_locals, max_funcs, print_ite
     be, se, cl = lines(block_end, 0), lines(stmt_end, 0), lines(code_lines, 1)
     ml, cd, ex = lines(multi_lines, 0), lines(cond_lines, 0), lines(expr_lines, 1)
     bl = lines(body_last, 0)
+    if print_items is None or lit_min is None:
+        lm = jnp.zeros((*lead, V.N_LITS), jnp.int32)
+    else:
+        lm = i(lit_min)
     if ret_types is None:
         rt = jnp.full((*lead, MAX_DECLS), -1, jnp.int32)
     else:
@@ -210,7 +216,7 @@ def context(n_lits, n_lines, max_out, max_code, max_locals, max_funcs, print_ite
         ]
         pt = jnp.pad(pt, pad, constant_values=-1)
     return Context(i(n_lits), i(n_lines), i(max_out), i(max_code), i(max_locals),
-                   jnp.minimum(i(max_funcs), MAX_FUNCS), pt, be, rt, cl, se, ml, cd, ex, bl)  # fmt: skip
+                   jnp.minimum(i(max_funcs), MAX_FUNCS), pt, be, rt, cl, se, ml, cd, ex, bl, lm)  # fmt: skip
 
 
 # Context fields that are not scalars
@@ -225,6 +231,7 @@ _TRAILING.update(
             "cond_lines",
             "expr_lines",
             "body_last",
+            "lit_min",
         ),
         1,
     )
@@ -252,7 +259,7 @@ def init() -> State:
         lab_lo=jnp.zeros(V.N_LABELS, jnp.int32), lab_hi=jnp.zeros(V.N_LABELS, jnp.int32),
         lab_orpop=jnp.zeros(V.N_LABELS, bool), max_line=jnp.int32(0),
         fresh=jnp.bool_(False), back=jnp.bool_(False),
-        last_op=jnp.int32(isa.N_OPS), ln_depth=z, stmt_from=z,
+        last_op=jnp.int32(isa.N_OPS), ln_depth=z, stmt_from=z, last_lit=jnp.int32(-1),
     )  # fmt: skip
 
 
@@ -447,6 +454,10 @@ def allowed(s: State, c: Context):
     ends = last & (s.max_line >= c.body_last[mx])
     goes_on = (ops == Op.JUMP) | ((ops == Op.LOAD_CONST) & ((s.last_op == Op.POP_N) | ends))
     ops_s &= ~(between & ~fresh & jnp.any(lines_s)) | goes_on
+    # the constant -2147483648 is not negated again (it would overflow) unless the source
+    # does so
+    neg_min = (s.last_lit >= 0) & (c.lit_min[jnp.clip(s.last_lit, 0, V.N_LITS - 1)] > 0)
+    ops_s &= ~(live & neg_min) | (ops != Op.NEG)
     back = live & s.back
     ops_s &= ~back | (ops == Op.JUMP)
     lines_s &= ~back
@@ -642,6 +653,7 @@ def _start_body(s: State, fn) -> State:
         lab_orpop=jnp.zeros(V.N_LABELS, bool), max_line=jnp.int32(0),
         fresh=jnp.bool_(False), back=jnp.bool_(False),
         last_op=jnp.int32(isa.N_OPS), ln_depth=jnp.int32(0), stmt_from=jnp.int32(0),
+        last_lit=jnp.int32(-1),
     )  # fmt: skip
 
 
@@ -780,6 +792,8 @@ def step(s: State, tok, c: Context, lits=None):
                             s.lab_orpop),  # fmt: skip
         pop_due=jnp.where(cop == Op.PRINT_NEWLINE, before, -1).astype(jnp.int32),
         fresh=jnp.bool_(False), back=jnp.bool_(False), last_op=cop.astype(jnp.int32),
+        last_lit=jnp.where((cop == Op.LOAD_CONST) & (tok >= V.LIT_BASE)
+                           & (tok < V.LIT_BASE + V.N_LITS), lit_i, -1).astype(jnp.int32),
     )  # fmt: skip
     em_ins = em._replace(ins=s.n_instr, op=cop, arg=argval,
                          arg_label=jnp.where(is_t, labj, -1).astype(jnp.int32),

@@ -79,6 +79,10 @@ class Src(NamedTuple):
     # in it (not a ``print`` call): where a POP_TOP may end a statement. Read by the typed
     # mask only
     expr_lines: object = None
+    # Int32[Array, "B N_LITS"]  1 for a literal slot holding -2**31 (``-2147483648``, one
+    # constant) where no such literal of the source is negated again: the code generator
+    # then never writes NEG right after loading it. Read by the typed mask only
+    lit_min: object = None
     # Int32[Array, "B L"]  for each line with a token, the first line of the last statement
     # with code (not ``pass``) of the body it belongs to (the module's or a def's); 0 on
     # lines without one. Read by the typed mask only: a body's implicit return comes after
@@ -132,6 +136,18 @@ def _one(kind, value, line, n_tokens, max_src: int):
         .at[jnp.where(is_num, lit_idx, V.N_LITS)]
         .set(value.astype(jnp.int32), mode="drop")
     )
+    # the literal 2147483648 under a unary minus is one constant, -2**31 (stored as it);
+    # negating it again overflows, which the code generator writes only for a source
+    # that negates it again (a ``-`` or ``-(`` before its own ``-``: a binary minus
+    # there too, which only lets the mask allow more)
+    ci = jnp.cumsum(keep) - 1
+    comp = jnp.full(t + 3, Tok.PAD).at[jnp.where(keep, ci + 3, t + 3)].set(kind, mode="drop")
+    before = lambda j: comp[jnp.clip(ci + 3 - j, 0, t + 2)]  # noqa: E731
+    is_min = is_num & (value == jnp.iinfo(jnp.int32).min)
+    again = is_min & (before(1) == Tok.MINUS) & (
+        (before(2) == Tok.MINUS) | ((before(2) == Tok.LPAR) & (before(3) == Tok.MINUS)))  # fmt: skip
+    lit_min = (lits == jnp.iinfo(jnp.int32).min) & ~jnp.any(again) & (
+        jnp.arange(V.N_LITS) < n_lits)  # fmt: skip
     err = jnp.select(
         [n > max_src, jnp.any(is_name & (value >= V.N_VARS)), n_lits > V.N_LITS,
          jnp.any(src_line > V.N_LINES)],
@@ -151,6 +167,7 @@ def _one(kind, value, line, n_tokens, max_src: int):
         n=jnp.minimum(n, max_src),
         lits=lits,
         n_lits=jnp.minimum(n_lits, V.N_LITS),
+        lit_min=lit_min.astype(jnp.int32),
         n_lines=jnp.clip(jnp.max(src_line), 0, V.N_LINES).astype(jnp.int32),
         error=err,
     )
