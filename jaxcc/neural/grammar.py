@@ -43,6 +43,10 @@ from an untrained model and runs them in the VM):
   (never the temporary); inside ``and`` / ``or`` the right operand never consumes the left's value
   and no statement-only op is written; conditional jumps go forward; a header's
   JUMP_IF_FALSE or FOR_RANGE names a new label or one whose statement ends with its own;
+  a return or an assert takes one value above the depth where the last new line was
+  marked; a body's implicit return comes once its last statement's line is marked
+  (``Src.body_last``); the constant -2147483648 is not negated again unless the source
+  does so (``Src.lit_min``);
 * the sequence ends (EOS) within ``max_out`` tokens and ``max_code`` instructions: when
   the remaining budget only just covers the shortest way to finish (``_closing_cost``),
   the mask allows only the tokens of that way (return from the current function,
@@ -181,7 +185,7 @@ def context(n_lits, n_lines, max_out, max_code, max_locals, max_funcs, print_ite
     (``print_items``: Int32[..., PF, PP] from ``Debug.print_items``, cut or padded with -1 to
     [MAX_FUNCS, MAX_PRINTS]; None: no typed mask. ``block_end``, ``stmt_end``, ``code_lines``,
     ``multi_lines``, ``cond_lines``, ``expr_lines``, ``body_last``: Int32[..., N_LINES + 1],
-    from ``Src``, used only with
+    and ``lit_min``: Int32[..., N_LITS], from ``Src``, used only with
     print items. ``ret_types``:
     Int32[..., D], the front end's return type of each ``def`` in source order, isa.T_*,
     cut or padded with -1 to MAX_DECLS; None: not known)."""
