@@ -140,14 +140,12 @@ def _one(kind, value, line, n_tokens, max_src: int):
     # negating it again overflows, which the code generator writes only for a source
     # that negates it again (a ``-`` or ``-(`` before its own ``-``: a binary minus
     # there too, which only lets the mask allow more)
-    ci = jnp.cumsum(keep) - 1
-    comp = jnp.full(t + 3, Tok.PAD).at[jnp.where(keep, ci + 3, t + 3)].set(kind, mode="drop")
-    before = lambda j: comp[jnp.clip(ci + 3 - j, 0, t + 2)]  # noqa: E731
+    comp = jnp.full(t + 3, Tok.PAD).at[jnp.where(keep, pos + 3, t + 3)].set(kind, mode="drop")
+    before = lambda j: comp[jnp.clip(pos + 3 - j, 0, t + 2)]  # noqa: E731
     is_min = is_num & (value == jnp.iinfo(jnp.int32).min)
     again = is_min & (before(1) == Tok.MINUS) & (
         (before(2) == Tok.MINUS) | ((before(2) == Tok.LPAR) & (before(3) == Tok.MINUS)))  # fmt: skip
-    lit_min = (lits == jnp.iinfo(jnp.int32).min) & ~jnp.any(again) & (
-        jnp.arange(V.N_LITS) < n_lits)  # fmt: skip
+    lit_min = (lits == jnp.iinfo(jnp.int32).min) & ~jnp.any(again)  # (0 beyond n_lits)
     err = jnp.select(
         [n > max_src, jnp.any(is_name & (value >= V.N_VARS)), n_lits > V.N_LITS,
          jnp.any(src_line > V.N_LINES)],
@@ -232,10 +230,9 @@ def _blocks(kind, value, line, indent, keep, paren) -> dict:
         return jnp.where(hdr_depth >= 0, jnp.maximum(last, lines), 0)[: V.N_LINES + 1]
 
     # the next kept token after each one (COMMENT and NL are not kept)
-    nxt_kind = (
-        jnp.full(t + 1, Tok.PAD).at[jnp.where(keep, jnp.cumsum(keep) - 1, t)].set(kind, mode="drop")
-    )
-    kpos = jnp.cumsum(keep)  # index of the next kept token in the compacted order
+    ci = jnp.cumsum(keep) - 1  # each kept token's index in the compacted order
+    nxt_kind = jnp.full(t + 1, Tok.PAD).at[jnp.where(keep, ci, t)].set(kind, mode="drop")
+    kpos = ci + 1  # index of the next kept token in the compacted order
     after = nxt_kind[jnp.clip(kpos, 0, t)]
     inline = (kind == Tok.COLON) & (paren == 0) & (after != Tok.NEWLINE) & (after != Tok.PAD)
     split = keep & ((kind == Tok.SEMI) | inline)
@@ -248,7 +245,6 @@ def _blocks(kind, value, line, indent, keep, paren) -> dict:
     # expression does, with no ``=`` or augmented assignment outside brackets, and not a
     # call of ``print`` (whose values the code generator pops itself); every line of a
     # logical line with one is marked
-    ci = jnp.cumsum(keep) - 1  # each kept token's index in the compacted order
     split_c = jnp.zeros(t + 1, bool).at[jnp.where(keep, ci, t)].set(split, mode="drop")
     s_start = sig & (start | ((ci >= 1) & split_c[jnp.clip(ci - 1, 0, t)]))
     sid = jnp.cumsum(s_start)
