@@ -3,6 +3,8 @@
 #   bash bench/neural_session.sh train SECONDS   # resume out/ckpt (carried), export $OUT/model.npz
 #   bash bench/neural_session.sh eval            # pass@k, hand-written, throughput -> $OUT/eval
 #   bash bench/neural_session.sh rl SECONDS      # fine-tune shipped weights from execution
+#   bash bench/neural_session.sh judge           # pass@16 on every level, 512 programs each
+#   bash bench/neural_session.sh throughput      # candidates/s at k = 16, 256, 1000 (typed mask)
 set -uo pipefail
 export PYTHONPATH=. PYTHONUNBUFFERED=1 JAXCC_CACHE_DIR=$PWD/.jax_cache
 part=$1
@@ -29,6 +31,34 @@ eval)
   w=${W:-jaxcc/neural/weights/model.npz}
   python -m jaxcc.neural.evaluate --out "$OUT/eval" --weights "$w" --n "${N:-128}" --k 16 --probes 128 --levels "${LEVELS:-0,1,2,3,4}" \
     --throughput 2>&1 | grep -v Warning ;;
+judge)
+  # pass@k of the shipped weights on every level, two processes side by side (each
+  # compiles its own sampler shapes on the host's cores while the other runs on the GPU;
+  # --tiers 256,768 --by-length: two sampling budgets, so four compiles a process)
+  export XLA_PYTHON_CLIENT_MEM_FRACTION=0.45
+  w=${W:-jaxcc/neural/weights/model.npz}
+  i=0
+  for levels in ${LEVEL_GROUPS:-0,1,2 3,4}; do
+    timeout "${LIMIT:-540}" python -m jaxcc.neural.evaluate --out "$OUT/j$i" --weights "$w" \
+      --n "${N:-512}" --k 16 --probes 128 --levels "$levels" --handwritten '' --batch "${BATCH:-64}" \
+      --tiers "${TIERS:-256,768}" --by-length --cache "$PWD/.jax_cache" >"$OUT/j$i.log" 2>&1 &
+    i=$((i + 1))
+  done
+  wait
+  grep -h "^[0-9] {" "$OUT"/j*.log ;;
+throughput)
+  # candidates per second with the typed mask (as jaxcc run --compiler neural samples)
+  python - <<'PY' 2>&1 | grep -v Warning | tee "$OUT/throughput.jsonl"
+import json
+from jaxcc.neural import api, evaluate, weights
+cfg, params = weights.load(weights.DEFAULT)
+nl = api.NEURAL_LIMITS
+srcs = evaluate.throughput_sources(nl)
+for k in (16, 256, 1000):
+    for row in evaluate.throughput(cfg, params, srcs, nl, ks=(k,), typed=True):
+        print(json.dumps(row), flush=True)
+PY
+  ;;
 rl)
   python -m jaxcc.neural.finetune --export "$OUT/rl_model.npz" --time-limit "$2" \
     --levels "${LEVELS:-0,1}" 2>&1 | awk 'NR%10==1 || /rror/' ;;

@@ -66,23 +66,27 @@ def reference_programs(sources, nl):
 
 
 def judge(sources, cfg, params, key, k, temperature, greedy_first, n_probes, nl, vl, batch=64,
-          typed=True, branches=0, log=None):  # fmt: skip
+          typed=True, branches=0, log=None, tiers=None, by_length=False):  # fmt: skip
     """Bool[len, k]: which of k samples per source behave as the reference; and timing.
     Each batch samples at the smallest budget that holds its longest source
-    (``sample.tier``). ``typed``, ``branches``: ``judged``'s. ``log``: called with one
-    line per batch (its rows, tier, seconds and the rows with no right candidate), so
-    that a run cut short by a device's time limit still says what it judged."""
+    (``sample.tier``; ``tiers``: only those source budgets, ``sample.tier``'s ``among``).
+    ``by_length``: batches of sources in order of length (shortest first), so that few
+    batches need a large budget; the default is source order. ``typed``, ``branches``:
+    ``judged``'s. ``log``: called with one line per batch (its rows, tier, seconds and
+    the rows with no right candidate), so that a run cut short by a device's time limit
+    still says what it judged."""
     ref, ok = reference_programs(sources, nl)
     n_src = S.n_source_tokens(sources, nl)
+    order = np.argsort(n_src, kind="stable") if by_length else np.arange(len(sources))
     out = np.zeros((len(sources), k), bool)
     t_sample = 0.0
     for i in range(0, len(sources), batch):
-        idx = list(range(i, min(i + batch, len(sources))))
+        idx = sorted(order[i : i + batch].tolist())
         pad = idx + [idx[-1]] * (batch - len(idx))
         src, length = lexer.encode([sources[j] for j in pad], nl)
         sel = np.asarray(pad)
         r = jax.tree.map(lambda x, sel=sel: x[sel], ref)
-        tier = S.tier(int(n_src[idx].max()), cfg)
+        tier = S.tier(int(n_src[idx].max()), cfg, tiers)
         t0 = time.time()
         # the front end's print items and return types in a jit of their own: one compile
         # per batch shape, not one per sampling tier
@@ -94,7 +98,12 @@ def judge(sources, cfg, params, key, k, temperature, greedy_first, n_probes, nl,
         out[idx] = acc[: len(idx)] & ok[idx, None]
         if log is not None:
             none = [j for j in idx if ok[j] and not out[j].any()]
-            log(f"judge rows {idx[0]}-{idx[-1]} tier {tier} k {k}: {time.time() - t0:.1f} s, "
+            rows = (
+                f"{idx[0]}-{idx[-1]}"
+                if idx[-1] - idx[0] == len(idx) - 1
+                else f"{len(idx)} of {idx[0]}-{idx[-1]}"
+            )
+            log(f"judge rows {rows} tier {tier} k {k}: {time.time() - t0:.1f} s, "
                 f"{int(ok[idx].sum())} live, none right: {none}")  # fmt: skip
     return out, ok, t_sample
 
@@ -260,7 +269,12 @@ def main(argv=None) -> int:
     p.add_argument("--out", required=True)
     p.add_argument("--weights", default=weights.DEFAULT)
     p.add_argument("--n", type=int, default=256, help="held-out programs per level")
-    p.add_argument("--k", type=int, default=32, help="temperature samples per program")
+    p.add_argument(
+        "--k",
+        type=int,
+        default=32,
+        help="temperature samples per program (0: the greedy sample alone)",
+    )
     p.add_argument("--temperature", type=float, default=0.8)
     p.add_argument("--probes", type=int, default=128)
     p.add_argument("--levels", default="0,1,2,3,4", help="4: textbook-style (corpus.TEXTBOOK)")
@@ -278,6 +292,15 @@ def main(argv=None) -> int:
                    help="programs per judging call (x k samples: 16 fits a 24 GB CPU)")  # fmt: skip
     p.add_argument("--chunk", type=int, default=None,
                    help="hand-written files compiled per call (default: all at once)")  # fmt: skip
+    p.add_argument("--tiers", default=None,
+                   help="sample only at these source budgets, e.g. 256,768 (sample.tier's "
+                   "among: each budget used is one more compile; default all)")  # fmt: skip
+    p.add_argument("--by-length", action="store_true",
+                   help="judge each level's programs in batches of similar length (fewer "
+                   "batches at a large budget) instead of in source order")  # fmt: skip
+    p.add_argument("--cache", default=None,
+                   help="a persistent XLA compilation cache directory (a later run with the "
+                   "same shapes skips the compiles)")  # fmt: skip
     p.add_argument("--by-bounds", action="store_true",
                    help="no model run: split the evaluation in --out (made with --n) by the "
                    "neural bounds (by_bounds) and write --out/by_bounds.json")  # fmt: skip
@@ -290,6 +313,10 @@ def main(argv=None) -> int:
             print(level, r["inside"], r["outside"], flush=True)
         return 0
     os.makedirs(ns.out, exist_ok=True)
+    if ns.cache:
+        jax.config.update("jax_compilation_cache_dir", ns.cache)
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+    tiers = tuple(int(x) for x in ns.tiers.split(",")) if ns.tiers else None
     cfg, params = weights.load(ns.weights)
     nl, vl = api.NEURAL_LIMITS, api.VERIFY_LIMITS
     key = jax.random.key(1234)
@@ -297,9 +324,14 @@ def main(argv=None) -> int:
                "weights_info": {k: v for k, v in weights.info(ns.weights).items() if k != "history"},
                "k": ns.k, "temperature": ns.temperature, "probes": ns.probes,
                "textbook_version": textbook.VERSION, "typed_mask": not ns.untyped,
-               "branches": ns.branches,
+               "branches": ns.branches, "n": ns.n, "batch": ns.batch, "tiers": ns.tiers,
+               "by_length": ns.by_length,
                "levels": {}}  # fmt: skip
     rows = []
+
+    def dump():
+        with open(os.path.join(ns.out, "eval.json"), "w") as f:
+            json.dump(summary, f, indent=1)
 
     def log(line):
         print(f"[level {level}] {line}", file=sys.stderr, flush=True)
@@ -309,13 +341,18 @@ def main(argv=None) -> int:
         typed = not ns.untyped
         if ns.branches:  # candidate 0 is the greedy sequence: no separate greedy run
             samp, ok, ts = judge(srcs, cfg, params, key, ns.k, ns.temperature, True, ns.probes,
-                                 nl, vl, ns.batch, typed, ns.branches, log)  # fmt: skip
+                                 nl, vl, ns.batch, typed, ns.branches, log, tiers,
+                                 ns.by_length)  # fmt: skip
             greedy, tg = samp[:, :1], 0.0
         else:
             greedy, ok, tg = judge(srcs, cfg, params, key, 1, 0.0, True, ns.probes, nl, vl,
-                                   ns.batch, typed, log=log)  # fmt: skip
-            samp, _, ts = judge(srcs, cfg, params, key, ns.k, ns.temperature, False, ns.probes,
-                                nl, vl, ns.batch, typed, log=log)  # fmt: skip
+                                   ns.batch, typed, log=log, tiers=tiers,
+                                   by_length=ns.by_length)  # fmt: skip
+            samp, ts = greedy, 0.0  # --k 0: the greedy sample alone
+            if ns.k:
+                samp, _, ts = judge(srcs, cfg, params, key, ns.k, ns.temperature, False,
+                                    ns.probes, nl, vl, ns.batch, typed, log=log, tiers=tiers,
+                                    by_length=ns.by_length)  # fmt: skip
         c = samp.sum(axis=1)
         live = ok
         # the unbiased estimator needs independent samples; branches are not: any of k only
@@ -323,10 +360,13 @@ def main(argv=None) -> int:
               for kk in (1, 2, 4, 8, 16) if kk <= ns.k and (kk == ns.k or not ns.branches)}  # fmt: skip
         summary["levels"][level] = {
             "programs": int(live.sum()), "greedy_pass@1": float(greedy[live, 0].mean()),
-            "pass@k": pk, "p_correct_mean": float((c[live] / ns.k).mean()),
+            "pass@k": pk, "p_correct_mean": float((c[live] / samp.shape[1]).mean()),
             "any_of_k": float((c[live] > 0).mean()), "seconds_greedy": tg, "seconds_sampled": ts,
+            "none_right": [int(i) for i in np.flatnonzero(live & (c == 0))],
+            "greedy_wrong": [int(i) for i in np.flatnonzero(live & ~greedy[:, 0])],
         }  # fmt: skip
         print(level, summary["levels"][level], flush=True)
+        dump()  # after each level: a run cut short by a time limit keeps the levels it judged
         toks, _ = jax.tree.map(np.asarray, lexer.lex(*lexer.encode(srcs, nl), nl))
         ref, _ = reference_programs(srcs, nl)
         feats = np.asarray(router.features(toks, ref.n_code))
@@ -336,7 +376,7 @@ def main(argv=None) -> int:
     if rows:
         np.savez(os.path.join(ns.out, "eval_programs.npz"), level=np.array([r[0] for r in rows]),
              features=np.stack([r[1] for r in rows]), correct=np.array([r[2] for r in rows]),
-             greedy=np.array([r[3] for r in rows]), n=ns.k)  # fmt: skip
+             greedy=np.array([r[3] for r in rows]), n=max(ns.k, 1))  # fmt: skip
     # hand-written programs and examples: the neural path alone (level 2) at k = 16
     hand = []
     for d in (ns.handwritten, "examples") if ns.handwritten else ():
@@ -359,8 +399,7 @@ def main(argv=None) -> int:
         summary["throughput"] = throughput(cfg, params, srcs, nl, budget_s=200.0,
                                            typed=not ns.untyped)  # fmt: skip
         print("throughput", summary["throughput"], flush=True)
-    with open(os.path.join(ns.out, "eval.json"), "w") as f:
-        json.dump(summary, f, indent=1)
+    dump()
     return 0
 
 

@@ -391,11 +391,15 @@ def compile(tokens, params, key, limits: Limits | None = None, k: int = 16,  # n
 SAMPLE_TIERS = ((64, 160), (128, 288), (256, 512), (384, 640))
 
 
-def tier(n_src: int, cfg: Config) -> V.NeuralLimits:
+def tier(n_src: int, cfg: Config, among: tuple[int, ...] | None = None) -> V.NeuralLimits:
     """The smallest sampling budget for sources of at most ``n_src`` tokens (COMMENT and
-    NL not counted): the model's own for features=1 models and long sources."""
+    NL not counted): the model's own for features=1 models and long sources. ``among``:
+    only the ``SAMPLE_TIERS`` whose source budget is in it (each budget is one more
+    compile of the sampler; the model's own is always allowed)."""
     if cfg.features >= 2:
         for s, o in SAMPLE_TIERS:
+            if among is not None and s not in among:
+                continue
             if n_src <= s and s <= cfg.max_src and o <= cfg.max_out:
                 return V.NeuralLimits(s, o)
     return cfg.nlimits
