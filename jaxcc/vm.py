@@ -1316,8 +1316,9 @@ def run(
 
 @functools.partial(
     jax.jit,
-    static_argnames=("limits", "inner_steps", "unroll", "shrink", "backend", "shrink_by"),
-)
+    static_argnames=("limits", "inner_steps", "unroll", "shrink", "backend", "shrink_by",
+                     "with_result"),
+)  # fmt: skip
 def run_tests(
     program: isa.Program,
     entry,
@@ -1330,6 +1331,8 @@ def run_tests(
     shrink: int = 0,
     backend: str = "xla",
     shrink_by: int = 2,
+    *,
+    with_result: bool = False,
 ):
     """Run every (program, test case) pair as its own lane and check the return values.
 
@@ -1339,6 +1342,9 @@ def run_tests(
     Returns (passed: Bool[B], per_case: Int32[B, K]): per_case is the lane's status
     (errors.Code; Code.OK when it returned the expected value) or WRONG_RESULT (-1) when
     it returned normally with another value; passed[b] = all cases of b are Code.OK.
+    with_result (static): return (passed, per_case, res) instead, res the isa.RunResult
+    of the B * K lanes (lane b * K + k is case k of program b; e.g. ``res.steps``, the
+    VM steps of each case, for a cost term).
     backend, shrink, shrink_by: as in ``run``.
     """
     t = _tables(program)
@@ -1348,7 +1354,8 @@ def run_tests(
         t, pid, entry_l, args_l, budget_l, limits, inner_steps, unroll, shrink, backend,
         shrink_by,
     )  # fmt: skip
-    return case_verdicts(res, expected, b, k)
+    passed, per_case = case_verdicts(res, expected, b, k)
+    return (passed, per_case, res) if with_result else (passed, per_case)
 
 
 def _test_lanes(entry, args, budget, limits: Limits):
