@@ -3,6 +3,7 @@
 #   bash bench/neural_session.sh train SECONDS   # resume out/ckpt (carried), export $OUT/model.npz
 #   bash bench/neural_session.sh eval            # pass@k, hand-written, throughput -> $OUT/eval
 #   bash bench/neural_session.sh rl SECONDS      # fine-tune shipped weights from execution
+#   bash bench/neural_session.sh rl_eval SECONDS # fine-tune on levels 3-5; greedy pass@1 before/after
 #   bash bench/neural_session.sh judge           # pass@16 on every level, 512 programs each
 #   bash bench/neural_session.sh throughput      # candidates/s at k = 16, 256, 1000 (typed mask)
 set -uo pipefail
@@ -59,6 +60,21 @@ for k in (16, 256, 1000):
         print(json.dumps(row), flush=True)
 PY
   ;;
+rl_eval)
+  # fine-tune the shipped weights from execution (levels with misses, one budget: one
+  # compile), beside greedy pass@1 of the shipped weights on every level (which also
+  # fills the compile cache), then greedy pass@1 of the fine-tuned weights
+  export XLA_PYTHON_CLIENT_MEM_FRACTION=0.45
+  ev="--n ${N:-512} --k 0 --probes 128 --levels 0,1,2,3,4,5 --handwritten '' --tiers 256,768 --by-length --cache $PWD/.jax_cache"
+  mkdir -p "$OUT/rl"
+  timeout 400 python -m jaxcc.neural.finetune --export "$OUT/rl/model.npz" --time-limit "$2" \
+    --levels "${LEVELS:-3,4,5}" --tier 768,1280 >"$OUT/rl.log" 2>&1 &
+  eval timeout 400 python -m jaxcc.neural.evaluate --out "$OUT/before" $ev >"$OUT/before.log" 2>&1 &
+  wait
+  eval timeout 200 python -m jaxcc.neural.evaluate --out "$OUT/after" --weights "$OUT/rl/model.npz" $ev \
+    >"$OUT/after.log" 2>&1
+  rm -f "$OUT"/before/eval_programs.npz "$OUT"/after/eval_programs.npz
+  tail -n 3 "$OUT/rl.log"; grep -h "^[0-9] {" "$OUT/before.log" "$OUT/after.log" ;;
 rl)
   python -m jaxcc.neural.finetune --export "$OUT/rl_model.npz" --time-limit "$2" \
     --levels "${LEVELS:-0,1}" 2>&1 | awk 'NR%10==1 || /rror/' ;;
