@@ -8,8 +8,8 @@ from jaxcc.neural import weights
 
 
 def test_shipped_weights_reach_the_documented_level0_accuracy_on_cpu():
-    """docs/neural.md: greedy pass@1 on held-out level-0 programs is 1.000 (128 programs on
-    the H100, the shipped stage-7 weights). 24 other held-out level-0 programs, greedy, on the CPU,
+    """docs/neural.md: greedy pass@1 on held-out level-0 programs is 1.000 (512 programs on
+    an H200, 2026-12-01; 128 on the H100 before; the shipped stage-7 weights). 24 other held-out level-0 programs, greedy, on the CPU,
     judged by the VM against the deterministic code on probe inputs: at least 21 pass
     (0.875 is over five standard deviations of a 24-program sample below 0.99; 24 of 24
     passed when the weights were shipped)."""
