@@ -109,6 +109,32 @@ def test_candidates_do_not_depend_on_other_programs():
         np.testing.assert_array_equal(x[0], y[0])
 
 
+def test_one_program_and_vmap_give_the_batch_rows():
+    """The array conventions: one unbatched program's candidates are row 0 of a batch's at
+    the same key, and ``jax.vmap`` over programs (one key for all) gives each program's
+    unbatched candidates."""
+    toks, _ = host_lex_many([SOURCES[0], SOURCES[1]], LIM)
+    params = M.init_params(CFG, 3)
+    key = jax.random.key(5)
+    run = functools.partial(S.compile, params=params, key=key, k=2, limits=LIM,
+                            temperature=1.0, cfg=CFG)  # fmt: skip
+    batch = run(toks)
+    ones = [run(jax.tree.map(lambda x, i=i: x[i], toks)) for i in range(2)]
+    mapped = jax.vmap(lambda t: run(t))(toks)
+    assert ones[0].program.op.shape == batch.program.op.shape[1:]
+
+    def same(many, one, i):  # tokens and programs exactly; log-probabilities to rounding
+        for x, y in zip((many.program, many.ok, many.bound, many.samples.tokens),
+                        (one.program, one.ok, one.bound, one.samples.tokens), strict=True):  # fmt: skip
+            jax.tree.map(lambda a, b: np.testing.assert_array_equal(a[i], b), x, y)
+        np.testing.assert_allclose(many.samples.logp[i], one.samples.logp, rtol=1e-5)
+
+    same(batch, ones[0], 0)
+    same(mapped, ones[0], 0)
+    same(mapped, ones[1], 1)
+    assert bool(jnp.any(batch.ok))  # candidates were made, not only rejected
+
+
 def test_closing_rule_finishes_inside_tiny_budgets():
     """With a budget far smaller than a random walk needs, the mask still closes every
     function and ends with EOS (the closing rule), and the result runs."""

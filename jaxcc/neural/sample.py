@@ -340,7 +340,9 @@ def compile(tokens, params, key, limits: Limits | None = None, k: int = 16,  # n
             branches: int = 0, live=None, ret_types=None) -> Candidates:  # fmt: skip
     """k candidate programs per source: ``jaxcc.tokens.Tokens`` (batched) to Program
     arrays shaped [B, k, ...]; reshape to [B * k, ...] for ``vm.run`` (candidate j of
-    program b is row b * k + j). ``params``: the model's parameters (``weights.load``),
+    program b is row b * k + j). One unbatched program's Tokens give its k candidates
+    unbatched ([k, ...]), the same as row 0 of a batch with the same key (candidates do
+    not depend on the other rows), so ``jax.vmap`` over programs (and keys) composes. ``params``: the model's parameters (``weights.load``),
     ``cfg`` its Config (default: the shipped model's). ``nlimits``: the source and output
     token budget of this call (default the model's; ``tier(...)`` picks a smaller one for
     short sources, which makes sampling several times cheaper). Jit-composable: k,
@@ -365,6 +367,12 @@ def compile(tokens, params, key, limits: Limits | None = None, k: int = 16,  # n
     (``api.compile_many`` pads its batches with such rows)."""
     from jaxcc.limits import DEFAULT
 
+    if jnp.ndim(tokens.kind) == 1:  # one program (and so under vmap): a batch of one
+        one = lambda x: None if x is None else jnp.asarray(x)[None]  # noqa: E731
+        c = compile(jax.tree.map(one, tokens), params, key, limits, k, temperature, top_p,
+                    greedy_first, cfg, nlimits, span_decode, one(print_items), branches,
+                    one(live), one(ret_types))  # fmt: skip
+        return jax.tree.map(lambda x: x[0], c)
     limits = limits or DEFAULT
     cfg = cfg or Config()
     nl = nlimits or cfg.nlimits
