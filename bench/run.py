@@ -1023,13 +1023,14 @@ def _neural_sources(ctx: Ctx, lim) -> list[str]:
 def bench_neural(ctx: Ctx):
     """The neural path's generation: k candidates per program (sampling and assembly, one
     jit), candidates/s at k = 16, 256, 1000 (4096 / k programs per call, at most 64),
-    with the typed decoding mask as ``jaxcc run --compiler neural`` samples (the front
-    end's print items and return types, ``inputs.typing``, computed once per program
-    before the clock starts: they do not depend on k)."""
+    with the typed decoding mask and at the sampling budget (``sample.tier`` of the
+    batch's longest source) as ``jaxcc run --compiler neural`` samples (the front end's
+    print items and return types, ``inputs.typing``, computed once per program before
+    the clock starts: they do not depend on k)."""
     import jax
 
     from jaxcc import lexer
-    from jaxcc.neural import hybrid, inputs
+    from jaxcc.neural import api, hybrid, inputs
 
     cfg, params, lim, label = _neural_setup(ctx)
     sources = _neural_sources(ctx, lim)
@@ -1038,18 +1039,20 @@ def bench_neural(ctx: Ctx):
             ctx.add(bench="neural", k=k, note="stopped: entry time budget spent")
             break
         b = max(1, min(4 if ctx.quick else 64, 4096 // k))
-        src, length = lexer.encode((sources * b)[:b], lim)
+        batch = (sources * b)[:b]
+        tier = api._tier(batch, cfg, lim)  # the budget jaxcc run --compiler neural samples at
+        src, length = lexer.encode(batch, lim)
         tokens, lex_error = jax.jit(lexer.lex, static_argnames="limits")(src, length, lim)
         pt, rt = jax.jit(inputs.typing, static_argnames="limits")(tokens, lim, lex_error)
         keys = jax.vmap(lambda i: jax.random.fold_in(jax.random.key(0), i))(np.arange(b))
         # the parameters are an argument (closed over, they would be HLO constants)
-        gen = jax.jit(lambda t, p, kk, pt, rt, k=k: hybrid.sample_each(
-            t, p, kk, k, lim, 0.8, 0.95, True, cfg, print_items=pt, ret_types=rt)[1])  # fmt: skip
+        gen = jax.jit(lambda t, p, kk, pt, rt, k=k, tier=tier: hybrid.sample_each(
+            t, p, kk, k, lim, 0.8, 0.95, True, cfg, tier, print_items=pt, ret_types=rt)[1])  # fmt: skip
         m = measure(gen, (tokens, params, keys, pt, rt), ctx)
         ctx.add(bench="neural", size="small", batch=b, k=k, candidates=b * k,
                 seconds=m["seconds"], throughput=b * k / m["seconds"], unit="candidates/s",
                 ok=int(np.asarray(m["out"]).sum()), compile_s=m["compile_s"], model=label,
-                mask="typed")  # fmt: skip
+                mask="typed", tier=list(tier))  # fmt: skip
 
 
 @register("hybrid", needs=NEURAL_NEEDS, quick=False)
