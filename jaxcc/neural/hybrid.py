@@ -208,13 +208,10 @@ def sample_each(tokens, params, keys, k: int, nl: Limits, temperature, top_p,
     ret_types: Int32[m, D], its return types (``inputs.typing``), or None.
     branches: ``sample.compile``'s."""
 
-    def one(tok, key, pt, rt):
-        tok1 = jax.tree.map(lambda x: x[None], tok)
-        pt1 = None if pt is None else pt[None]
-        rt1 = None if rt is None else rt[None]
-        c = S.compile(tok1, params, key, nl, k, temperature, top_p, greedy_first, cfg=cfg,
-                      nlimits=tier, print_items=pt1, branches=branches, ret_types=rt1)  # fmt: skip
-        return jax.tree.map(lambda x: x[0], (c.program, c.ok, c.bound))
+    def one(tok, key, pt, rt):  # one unbatched program: compile makes it a batch of one
+        c = S.compile(tok, params, key, nl, k, temperature, top_p, greedy_first, cfg=cfg,
+                      nlimits=tier, print_items=pt, branches=branches, ret_types=rt)  # fmt: skip
+        return c.program, c.ok, c.bound
 
     return jax.vmap(one)(tokens, keys, print_items, ret_types)
 

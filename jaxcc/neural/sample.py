@@ -342,8 +342,9 @@ def compile(tokens, params, key, limits: Limits | None = None, k: int = 16,  # n
     arrays shaped [B, k, ...]; reshape to [B * k, ...] for ``vm.run`` (candidate j of
     program b is row b * k + j). One unbatched program's Tokens give its k candidates
     unbatched ([k, ...]), the same as row 0 of a batch with the same key (candidates do
-    not depend on the other rows), so ``jax.vmap`` over programs (and keys) composes. ``params``: the model's parameters (``weights.load``),
-    ``cfg`` its Config (default: the shipped model's). ``nlimits``: the source and output
+    not depend on the other rows), so ``jax.vmap`` over programs (and keys) composes.
+    ``params``: the model's parameters (``weights.load``), ``cfg`` its Config (default:
+    the shipped model's). ``nlimits``: the source and output
     token budget of this call (default the model's; ``tier(...)`` picks a smaller one for
     short sources, which makes sampling several times cheaper). Jit-composable: k,
     limits, cfg and nlimits are static. Candidates of a source outside the neural bounds
