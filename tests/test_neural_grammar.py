@@ -111,17 +111,18 @@ def test_candidates_do_not_depend_on_other_programs():
 
 def test_one_program_and_vmap_give_the_batch_rows():
     """The array conventions: one unbatched program's candidates are row 0 of a batch's at
-    the same key, and ``jax.vmap`` over programs (one key for all) gives each program's
-    unbatched candidates."""
+    the same key, and ``jax.vmap`` over programs (one key for all) gives each program the
+    candidates it gets as row 0 of a batch (or alone)."""
     toks, _ = host_lex_many([SOURCES[0], SOURCES[1]], LIM)
     params = M.init_params(CFG, 3)
     key = jax.random.key(5)
     run = functools.partial(S.compile, params=params, key=key, k=2, limits=LIM,
                             temperature=1.0, cfg=CFG)  # fmt: skip
     batch = run(toks)
-    ones = [run(jax.tree.map(lambda x, i=i: x[i], toks)) for i in range(2)]
+    swapped = run(jax.tree.map(lambda x: x[::-1], toks))  # program 1 in row 0
+    one = run(jax.tree.map(lambda x: x[0], toks))
     mapped = jax.vmap(lambda t: run(t))(toks)
-    assert ones[0].program.op.shape == batch.program.op.shape[1:]
+    assert one.program.op.shape == batch.program.op.shape[1:]
 
     def same(many, one, i):  # tokens and programs exactly; log-probabilities to rounding
         for x, y in zip((many.program, many.ok, many.bound, many.samples.tokens),
@@ -129,9 +130,9 @@ def test_one_program_and_vmap_give_the_batch_rows():
             jax.tree.map(lambda a, b: np.testing.assert_array_equal(a[i], b), x, y)
         np.testing.assert_allclose(many.samples.logp[i], one.samples.logp, rtol=1e-5)
 
-    same(batch, ones[0], 0)
-    same(mapped, ones[0], 0)
-    same(mapped, ones[1], 1)
+    same(batch, one, 0)
+    same(mapped, one, 0)
+    same(mapped, jax.tree.map(lambda x: x[0], swapped), 1)
     assert bool(jnp.any(batch.ok))  # candidates were made, not only rejected
 
 
