@@ -66,7 +66,8 @@ def reference_programs(sources, nl):
 
 
 def judge(sources, cfg, params, key, k, temperature, greedy_first, n_probes, nl, vl, batch=64,
-          typed=True, branches=0, log=None, tiers=None, by_length=False):  # fmt: skip
+          typed=True, branches=0, log=None, tiers=None, by_length=False,
+          reference=None):  # fmt: skip
     """Bool[len, k]: which of k samples per source behave as the reference; and timing.
     Each batch samples at the smallest budget that holds its longest source
     (``sample.tier``; ``tiers``: only those source budgets, ``sample.tier``'s ``among``).
@@ -74,8 +75,9 @@ def judge(sources, cfg, params, key, k, temperature, greedy_first, n_probes, nl,
     batches need a large budget; the default is source order. ``typed``, ``branches``:
     ``judged``'s. ``log``: called with one line per batch (its rows, tier, seconds and
     the rows with no right candidate), so that a run cut short by a device's time limit
-    still says what it judged."""
-    ref, ok = reference_programs(sources, nl)
+    still says what it judged. ``reference``: ``reference_programs(sources, nl)`` when the
+    caller has it already (None: made here)."""
+    ref, ok = reference if reference is not None else reference_programs(sources, nl)
     n_src = S.n_source_tokens(sources, nl)
     order = np.argsort(n_src, kind="stable") if by_length else np.arange(len(sources))
     out = np.zeros((len(sources), k), bool)
@@ -338,21 +340,22 @@ def main(argv=None) -> int:
 
     for level in [int(x) for x in ns.levels.split(",") if x]:
         srcs = heldout_sources(level, ns.n)
+        reference = reference_programs(srcs, nl)  # once a level: each judge call reads it
         typed = not ns.untyped
         if ns.branches:  # candidate 0 is the greedy sequence: no separate greedy run
             samp, ok, ts = judge(srcs, cfg, params, key, ns.k, ns.temperature, True, ns.probes,
                                  nl, vl, ns.batch, typed, ns.branches, log, tiers,
-                                 ns.by_length)  # fmt: skip
+                                 ns.by_length, reference)  # fmt: skip
             greedy, tg = samp[:, :1], 0.0
         else:
             greedy, ok, tg = judge(srcs, cfg, params, key, 1, 0.0, True, ns.probes, nl, vl,
                                    ns.batch, typed, log=log, tiers=tiers,
-                                   by_length=ns.by_length)  # fmt: skip
+                                   by_length=ns.by_length, reference=reference)  # fmt: skip
             samp, ts = greedy, 0.0  # --k 0: the greedy sample alone
             if ns.k:
                 samp, _, ts = judge(srcs, cfg, params, key, ns.k, ns.temperature, False,
                                     ns.probes, nl, vl, ns.batch, typed, log=log, tiers=tiers,
-                                    by_length=ns.by_length)  # fmt: skip
+                                    by_length=ns.by_length, reference=reference)  # fmt: skip
         c = samp.sum(axis=1)
         live = ok
         # the unbiased estimator needs independent samples; branches are not: any of k only
@@ -368,7 +371,7 @@ def main(argv=None) -> int:
         print(level, summary["levels"][level], flush=True)
         dump()  # after each level: a run cut short by a time limit keeps the levels it judged
         toks, _ = jax.tree.map(np.asarray, lexer.lex(*lexer.encode(srcs, nl), nl))
-        ref, _ = reference_programs(srcs, nl)
+        ref, _ = reference
         feats = np.asarray(router.features(toks, ref.n_code))
         for i in range(len(srcs)):
             if live[i]:
