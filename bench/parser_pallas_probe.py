@@ -57,13 +57,17 @@ def _hostile(rng: np.random.Generator, b: int, t: int) -> tuple[Tokens, Error]:
 
 
 def _config(text: str) -> tuple[int, int, dict]:
-    """ "B/K[/W[/nobarrier]]" -> (block, steps_per_iter, the other knobs)."""
+    """ "B/K[/W][/nobarrier][/nolean][/nopacked]" -> (block, steps_per_iter, the other
+    knobs): W Triton's num_warps; the words turn a knob of parser_pallas off."""
     parts = text.split("/")
     kw = {}
-    if len(parts) > 2:
-        kw["num_warps"] = int(parts[2])
-    if len(parts) > 3:
-        kw["barrier"] = parts[3] != "nobarrier"
+    for part in parts[2:]:
+        if part.isdigit():
+            kw["num_warps"] = int(part)
+        elif part in ("nobarrier", "nolean", "nopacked"):
+            kw[part[2:]] = False
+        else:
+            raise ValueError(f"unknown knob {part!r} in {text!r}")
     return int(parts[0]), int(parts[1]), kw
 
 
@@ -94,6 +98,8 @@ def main() -> None:
     ap.add_argument("--configs", default="128/32,64/32,256/32,128/16,128/64",
                     help="block/steps_per_iter[/num_warps[/nobarrier]] of the kernel")  # fmt: skip
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--trace", help="also trace the default parse per size into this "
+                    "directory and record its heaviest kernels (bench/trace_kernels.py)")
     ap.add_argument("--out")
     a = ap.parse_args()
     if a.quick:
@@ -140,6 +146,16 @@ def main() -> None:
             if name != "corpus":
                 continue
             args = (tok, lim, lerr)
+            if a.trace:
+                from bench.trace_kernels import trace_top
+
+                c = jax.jit(lambda t, e, lim=lim: parser.parse_with_info(t, lim, e))
+                c = c.lower(tok, lerr).compile()
+                top = trace_top(c, (tok, lerr), os.path.join(a.trace, size), top=30)
+                res.setdefault("kernels", {})[size] = top
+                for row in top:
+                    print(size, json.dumps(row), flush=True)
+                save()
             xla = functools.partial(parser.parse_with_info, *args, 32, backend="xla")
             runs = [("xla", 32, xla)]
             for block, k, kw in configs:

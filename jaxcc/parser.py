@@ -60,6 +60,25 @@ class _Tabs(NamedTuple):
     goto: object  # Int32[Array, "S*NNT*N_TOK"]
     rules: object  # Int32[Array, "R F"]
     flags: object  # Int32[Array, "S"]
+    rules8: object = None  # Int32[Array, "R ceil(F/4)"]: pack_rules(rules), None if no fit
+
+
+def pack_rules(rules) -> np.ndarray | None:
+    """The rule table ``Int32[R, F]`` as ``Int32[R, ceil(F / 4)]``, four fields a word,
+    one signed byte each (field f in byte f % 4 of word f // 4), so that the Pallas
+    kernel reads a rule in four loads instead of fourteen; None when a field does not
+    fit a signed byte (jaxcc's tables all do). Host-side: ``rules`` is numpy."""
+    r = np.asarray(rules, np.int64)
+    if r.size and (r.min() < -128 or r.max() > 127):
+        return None
+    R, F = r.shape
+    r = np.pad(r, ((0, 0), (0, -F % 4))).reshape(R, -1, 4) & 0xFF
+    return (r << (8 * np.arange(4))).sum(-1).astype(np.uint32).view(np.int32)
+
+
+def unpack_rule_field(word, f: int):
+    """Field ``f`` of a rule from its word of ``pack_rules`` (sign-extended)."""
+    return (word << (24 - 8 * (f % 4))) >> 24
 
 
 class _Prog(NamedTuple):
@@ -95,11 +114,13 @@ def _tables() -> _Tabs:
     # numpy, not jnp: a jnp array made while the first caller is being traced would be a
     # tracer, and the cache would leak it into every later trace
     t = G.load_tables()
+    rules = np.asarray(t.rules, np.int32)
     return _Tabs(
         np.asarray(t.action.reshape(-1), np.int32),
         np.asarray(t.goto.reshape(-1), np.int32),
-        np.asarray(t.rules, np.int32),
+        rules,
         np.asarray(t.state_flags, np.int32),
+        pack_rules(rules),
     )
 
 
@@ -150,10 +171,17 @@ class _Reads(NamedTuple):
     sig: Callable  # pos (<= T) -> (kind, token index) of significant token pos
     state: Callable  # stack row -> its state
     action: Callable  # s * N_TOK + a -> ACTION entry
-    rule: Callable  # rule -> (field -> value)
-    rows: Callable  # list of stack rows -> ((k, stack field) -> value of the k-th row)
-    goto: Callable  # (s * NNT + lhs) * N_TOK + a -> GOTO entry
-    kv: Callable  # token index (< T) -> (kind, value)
+    rule: Callable  # (rule, need) -> (field -> value)
+    rows: Callable  # (stack rows, needs) -> ((k, stack field) -> value of the k-th row)
+    goto: Callable  # ((s * NNT + lhs) * N_TOK + a, need) -> GOTO entry
+    kv: Callable  # (token index (< T), need) -> (kind, value)
+
+
+# ``need`` (Bool, one per lane, or per row for ``rows``): where the value read is used.
+# ``_advance`` never lets a value read where its need is False change its result, so a
+# reader may skip those reads (the Pallas kernel masks them off: no memory traffic for a
+# lane that shifts, or for the chained-assignment rows of a reduction that has none);
+# the XLA path reads everything.
 
 
 class _Writes(NamedTuple):
@@ -174,11 +202,11 @@ def _step(c: _Carry, p: _Prog, tabs: _Tabs, nnt: int) -> _Carry:
     def pair(x):
         return x[0], x[1]
 
-    def rows(at):
+    def rows(at, need):
         r = index(c.stack, jnp.clip(jnp.stack(at), 0, D - 1))
         return lambda k, f: r[k, f]
 
-    def rule(i):
+    def rule(i, need):
         r = tabs.rules[i]
         return lambda f: r[f]
 
@@ -188,8 +216,8 @@ def _step(c: _Carry, p: _Prog, tabs: _Tabs, nnt: int) -> _Carry:
         action=lambda i: tabs.action[i],
         rule=rule,
         rows=rows,
-        goto=lambda i: tabs.goto[i],
-        kv=lambda i: pair(index(p.kv, i)),
+        goto=lambda i, need: tabs.goto[i],
+        kv=lambda i, need: pair(index(p.kv, i)),
     )
     new, wr = _advance(c, p.kv.shape[0], D, c.nodes.shape[0], p.n_sig, p.lex_failed, reads, nnt)
     stack = set_rows(c.stack, wr.w[None], jnp.stack(wr.row)[None])  # w == D: dropped
@@ -232,33 +260,38 @@ def _advance(c: _Carry, T: int, D: int, N: int, n_sig, lex_failed, rd: _Reads, n
     accept = typ == G.ACT_ACCEPT
     fail = typ == G.ACT_ERROR
 
-    rule = rd.rule(jnp.where(reduce, arg, 0))
+    # every value below is used only on a reduction (the rule's fields, its rows, GOTO)
+    red = active & reduce
+    rule = rd.rule(jnp.where(reduce, arg, 0), red)
     L = rule(G.F["len"])
     aux = rule(G.F["aux"])
     base = c.sp - L
-    at_rows = [base - 1, base, base + aux, base + aux + 1, base + 1, base + 2, base + 3, base + 4]
-    row_of = rd.rows(at_rows)
-    s_below = row_of(0, _S_STATE)
-    first = jnp.where(L > 0, row_of(1, _S_FIRST), t)
-    nstart = jnp.where(L > 0, row_of(1, _S_NSTART), c.n)
-    goto = rd.goto((s_below * nnt + rule(G.F["lhs"])) * N_TOK + a)
-
-    vt = jnp.clip(first + rule(G.F["voff"]), 0, T - 1)
-    value = jnp.where(rule(G.F["vmode"]) == G.VAL_TOKEN, rd.kv(vt)[1], rule(G.F["val"]))
-    # the rhs symbol the action inspects (annotation, assignment target, error position)
-    at_raw = row_of(2, _S_FIRST) + rule(G.F["aoff"])
-    at = jnp.clip(at_raw, 0, T - 1)
-    akind, avalue = rd.kv(at)
-    ann = _ann_code(akind, avalue)
-    ann_ok = (at_raw == row_of(2, _S_LAST)) & (ann != 0)
-    op = jnp.where(rule(G.F["opmode"]) == G.OP_ANN, ann, rule(G.F["op"]))
-    tnode = row_of(2, _S_NSTART)
-    # the target is one NAME node: the one made last before the entry after it was pushed
-    target_ok = (row_of(3, _S_NSTART) - tnode == 1) & (row_of(3, _S_PREV_KIND) == Node.NAME)
     check = rule(G.F["check"])
     # a chain `t0 = t2 = t4 ...`: its targets as rhs[aux] above (t4 only if `=` follows,
     # against the node made last)
     chain = check == G.CHECK_CHAIN
+    at_rows = [base - 1, base, base + aux, base + aux + 1, base + 1, base + 2, base + 3, base + 4]
+    red_chain = red & chain
+    row_of = rd.rows(at_rows, [red, red, red, red & (check == G.CHECK_TARGET)] + [red_chain] * 4)
+    s_below = row_of(0, _S_STATE)
+    first = jnp.where(L > 0, row_of(1, _S_FIRST), t)
+    nstart = jnp.where(L > 0, row_of(1, _S_NSTART), c.n)
+    goto = rd.goto((s_below * nnt + rule(G.F["lhs"])) * N_TOK + a, red)
+
+    vt = jnp.clip(first + rule(G.F["voff"]), 0, T - 1)
+    by_token = rule(G.F["vmode"]) == G.VAL_TOKEN
+    value = jnp.where(by_token, rd.kv(vt, red & by_token)[1], rule(G.F["val"]))
+    # the rhs symbol the action inspects (annotation, assignment target, error position)
+    at_raw = row_of(2, _S_FIRST) + rule(G.F["aoff"])
+    at = jnp.clip(at_raw, 0, T - 1)
+    by_ann = rule(G.F["opmode"]) == G.OP_ANN
+    akind, avalue = rd.kv(at, red & (by_ann | (check == G.CHECK_ANN)))
+    ann = _ann_code(akind, avalue)
+    ann_ok = (at_raw == row_of(2, _S_LAST)) & (ann != 0)
+    op = jnp.where(by_ann, ann, rule(G.F["op"]))
+    tnode = row_of(2, _S_NSTART)
+    # the target is one NAME node: the one made last before the entry after it was pushed
+    target_ok = (row_of(3, _S_NSTART) - tnode == 1) & (row_of(3, _S_PREV_KIND) == Node.NAME)
 
     def name_target(r, nxt_nstart, nxt_prev_kind):
         return (nxt_nstart - row_of(r, _S_NSTART) == 1) & (nxt_prev_kind == Node.NAME)
@@ -637,7 +670,7 @@ def _parse_batch(tokens: Tokens, lex: Error, tabs: _Tabs, limits: Limits, steps_
                  backend: str = "xla", pallas_options: tuple = ()):  # fmt: skip
     B, T = tokens.kind.shape
     D, N = limits.max_parse_depth, limits.max_nodes
-    tabs = _Tabs(*[jnp.asarray(x) for x in tabs])  # numpy when called under disable_jit
+    tabs = jax.tree.map(jnp.asarray, tabs)  # numpy when called under disable_jit
     nnt = _n_nonterminals()
     progs = jax.vmap(_prepare)(tokens, lex.code != Code.OK)
     carry = jax.vmap(lambda _: _init(D, N))(jnp.arange(B))

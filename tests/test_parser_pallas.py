@@ -308,23 +308,24 @@ LOOPS = (
 )
 
 
-def hostile_tables(seed=7):
+def hostile_tables(seed=7, byte_rules=False):
     """The parser's tables with 3% random entries (ACTION, GOTO, rule fields, state flags;
-    out of range and negative included) and the LOOPS; also ACTION[0, KW_FOR] is a
+    out of range and negative included; with ``byte_rules`` the rule fields stay within
+    a signed byte, so the kernel reads them packed, ``parser.pack_rules``, else they do
+    not fit and it reads them as they are) and the LOOPS; also ACTION[0, KW_FOR] is a
     reduction by rule -1 (the last rule: an empty one back to state 0), and the last
     state's ACTION row (where a negative kind's index in state 0 lands once wrapped) all
     shifts: wherever the kernel placed an index differently from jnp's indexing (a
     negative index counts from the end, then it is clamped), the results would differ."""
     rng = np.random.default_rng(seed)
-    tabs = [np.array(x) for x in parser._tables()]
-    action, goto, rules, flags = tabs
+    action, goto, rules, flags = [np.array(x) for x in parser._tables()[:4]]
     nnt = goto.size // (len(flags) * N_TOK)
     for a, lo, hi in ((action, -50, 4 * action.max()), (goto, -20, 2 * len(flags)),
                       (flags, -1, 64)):  # fmt: skip
         at = rng.random(a.shape) < 0.03
         a[at] = rng.integers(lo, hi, a.shape)[at]
     at = rng.random(rules.shape) < 0.03
-    rules[at] = rng.integers(-20, 200, rules.shape)[at]
+    rules[at] = rng.integers(*((-128, 128) if byte_rules else (-20, 200)), rules.shape)[at]
     F = grammar.F
     loops = LOOPS + ((Tok.KW_FOR, len(rules) - 1, 0, 1, 0),)
     for tok, r, length, lhs, kind in loops:
@@ -335,15 +336,35 @@ def hostile_tables(seed=7):
     assert action[Tok.KW_FOR] & 3 == grammar.ACT_REDUCE and action[Tok.KW_FOR] >> 2 == -1
     goto[0] = 9  # where a negative GOTO index would land if clamped, not wrapped
     action[-N_TOK:] = 1 << 2 | grammar.ACT_SHIFT
-    return type(parser._tables())(action, goto, rules, flags)
+    tabs = type(parser._tables())(action, goto, rules, flags, parser.pack_rules(rules))
+    assert (tabs.rules8 is not None) == byte_rules
+    return tabs
 
 
-def test_hostile_tables_equal_xla():
+def test_pack_rules_round_trip():
+    """parser.pack_rules keeps every field of the shipped rule table (signs included),
+    as the kernel unpacks it, and declines a table with a field outside a signed byte."""
+    rules = np.asarray(parser._tables().rules)
+    words = parser.pack_rules(rules)
+    assert words.shape == (len(rules), -(-rules.shape[1] // 4)) and words.dtype == np.int32
+    got = np.stack([np.asarray(parser.unpack_rule_field(words[:, f // 4], f))
+                    for f in range(rules.shape[1])], axis=1)  # fmt: skip
+    np.testing.assert_array_equal(got, rules)
+    edge = np.array([[-128, 127, -1, 0, 5]], np.int32)
+    back = [int(parser.unpack_rule_field(parser.pack_rules(edge)[0, f // 4], f)) for f in range(5)]
+    assert back == edge[0].tolist()
+    assert parser.pack_rules(edge + np.array([[0, 1, 0, 0, 0]])) is None
+    assert parser.pack_rules(edge - np.array([[1, 0, 0, 0, 0]])) is None
+
+
+@pytest.mark.parametrize("byte_rules", [False, True], ids=["wide_rules", "packed_rules"])
+def test_hostile_tables_equal_xla(byte_rules):
     """Hostile tables (hostile_tables) on the hostile token batch, through the parser's
     jitted batch function (internal: it takes the tables as an argument): every field
-    equal, lanes that run out of steps included (Code.LIMIT after the loop's bound)."""
+    equal, lanes that run out of steps included (Code.LIMIT after the loop's bound);
+    with rule fields the kernel reads packed and with ones it reads as they are."""
     toks, lerr = hostile_batch()
-    tabs = hostile_tables()
+    tabs = hostile_tables(byte_rules=byte_rules)
     spi = parser.STEPS_PER_ITER
     want = parser._parse_batch(toks, lerr, tabs, HOSTILE, spi, "xla", ())
     got = parser._parse_batch(toks, lerr, tabs, HOSTILE, spi, "pallas", ())
