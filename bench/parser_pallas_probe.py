@@ -98,8 +98,11 @@ def main() -> None:
     ap.add_argument("--configs", default="128/32,64/32,256/32,128/16,128/64",
                     help="block/steps_per_iter[/num_warps[/nobarrier]] of the kernel")  # fmt: skip
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--trace", help="also trace the default parse per size into this "
-                    "directory and record its heaviest kernels (bench/trace_kernels.py)")
+    ap.add_argument(
+        "--trace",
+        help="also trace the default parse per size into this "
+        "directory and record its heaviest kernels (bench/trace_kernels.py)",
+    )
     ap.add_argument("--out")
     a = ap.parse_args()
     if a.quick:

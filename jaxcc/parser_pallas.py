@@ -213,8 +213,9 @@ def run_automaton(progs: P._Prog, carry: P._Carry, tabs: P._Tabs, nnt: int,
         return pl.BlockSpec((x.shape[0], bl), lambda i: (0, i))
 
     regs, stack, nodes = pl.pallas_call(
-        _kernel(T, D, N, nnt, bl, steps_per_iter, max_iters, barrier and not interpret, lean,
-                packed),
+        _kernel(
+            T, D, N, nnt, bl, steps_per_iter, max_iters, barrier and not interpret, lean, packed
+        ),
         grid=(n_pad // bl,),
         in_specs=[
             *map(whole, tables),
