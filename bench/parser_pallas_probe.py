@@ -57,14 +57,14 @@ def _hostile(rng: np.random.Generator, b: int, t: int) -> tuple[Tokens, Error]:
 
 
 def _config(text: str) -> tuple[int, int, dict]:
-    """ "B/K[/W][/nobarrier][/nolean][/nopacked]" -> (block, steps_per_iter, the other
+    """ "B/K[/W][/nobarrier][/nolean]" -> (block, steps_per_iter, the other
     knobs): W Triton's num_warps; the words turn a knob of parser_pallas off."""
     parts = text.split("/")
     kw = {}
     for part in parts[2:]:
         if part.isdigit():
             kw["num_warps"] = int(part)
-        elif part in ("nobarrier", "nolean", "nopacked"):
+        elif part in ("nobarrier", "nolean"):
             kw[part[2:]] = False
         else:
             raise ValueError(f"unknown knob {part!r} in {text!r}")

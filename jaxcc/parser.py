@@ -60,25 +60,6 @@ class _Tabs(NamedTuple):
     goto: object  # Int32[Array, "S*NNT*N_TOK"]
     rules: object  # Int32[Array, "R F"]
     flags: object  # Int32[Array, "S"]
-    rules8: object = None  # Int32[Array, "R ceil(F/4)"]: pack_rules(rules), None if no fit
-
-
-def pack_rules(rules) -> np.ndarray | None:
-    """The rule table ``Int32[R, F]`` as ``Int32[R, ceil(F / 4)]``, four fields a word,
-    one signed byte each (field f in byte f % 4 of word f // 4), so that the Pallas
-    kernel reads a rule in four loads instead of fourteen; None when a field does not
-    fit a signed byte (jaxcc's tables all do). Host-side: ``rules`` is numpy."""
-    r = np.asarray(rules, np.int64)
-    if r.size and (r.min() < -128 or r.max() > 127):
-        return None
-    R, F = r.shape
-    r = np.pad(r, ((0, 0), (0, -F % 4))).reshape(R, -1, 4) & 0xFF
-    return (r << (8 * np.arange(4))).sum(-1).astype(np.uint32).view(np.int32)
-
-
-def unpack_rule_field(word, f: int):
-    """Field ``f`` of a rule from its word of ``pack_rules`` (sign-extended)."""
-    return (word << (24 - 8 * (f % 4))) >> 24
 
 
 class _Prog(NamedTuple):
@@ -114,14 +95,22 @@ def _tables() -> _Tabs:
     # numpy, not jnp: a jnp array made while the first caller is being traced would be a
     # tracer, and the cache would leak it into every later trace
     t = G.load_tables()
-    rules = np.asarray(t.rules, np.int32)
     return _Tabs(
         np.asarray(t.action.reshape(-1), np.int32),
         np.asarray(t.goto.reshape(-1), np.int32),
-        rules,
+        np.asarray(t.rules, np.int32),
         np.asarray(t.state_flags, np.int32),
-        pack_rules(rules),
     )
+
+
+@functools.lru_cache(maxsize=1)
+def _device_tables() -> _Tabs:
+    """``_tables()`` as device arrays, made once: an eager ``parse`` otherwise copies
+    GOTO's 3.6 MB to the device on every call (about a millisecond on an H200, as long as
+    the parse). Concrete even when first asked for inside a trace
+    (``ensure_compile_time_eval``), so the cache never holds a tracer."""
+    with jax.ensure_compile_time_eval():
+        return _Tabs(*[jnp.asarray(x) for x in _tables()])
 
 
 def _n_nonterminals() -> int:
@@ -720,7 +709,7 @@ def parse_with_info(
     else:
         lex_error = Error(*[jnp.broadcast_to(jnp.asarray(x, I32), (B,)) for x in lex_error])
     backend = resolve_backend(backend)
-    out = _parse_batch(tokens, lex_error, _tables(), limits, steps_per_iter, backend,
+    out = _parse_batch(tokens, lex_error, _device_tables(), limits, steps_per_iter, backend,
                        pallas_options)  # fmt: skip
     if single:
         out = jax.tree.map(lambda x: x[0], out)

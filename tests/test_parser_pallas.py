@@ -308,24 +308,23 @@ LOOPS = (
 )
 
 
-def hostile_tables(seed=7, byte_rules=False):
+def hostile_tables(seed=7):
     """The parser's tables with 3% random entries (ACTION, GOTO, rule fields, state flags;
-    out of range and negative included; with ``byte_rules`` the rule fields stay within
-    a signed byte, so the kernel reads them packed, ``parser.pack_rules``, else they do
-    not fit and it reads them as they are) and the LOOPS; also ACTION[0, KW_FOR] is a
+    out of range and negative included) and the LOOPS; also ACTION[0, KW_FOR] is a
     reduction by rule -1 (the last rule: an empty one back to state 0), and the last
     state's ACTION row (where a negative kind's index in state 0 lands once wrapped) all
     shifts: wherever the kernel placed an index differently from jnp's indexing (a
     negative index counts from the end, then it is clamped), the results would differ."""
     rng = np.random.default_rng(seed)
-    action, goto, rules, flags = [np.array(x) for x in parser._tables()[:4]]
+    tabs = [np.array(x) for x in parser._tables()]
+    action, goto, rules, flags = tabs
     nnt = goto.size // (len(flags) * N_TOK)
     for a, lo, hi in ((action, -50, 4 * action.max()), (goto, -20, 2 * len(flags)),
                       (flags, -1, 64)):  # fmt: skip
         at = rng.random(a.shape) < 0.03
         a[at] = rng.integers(lo, hi, a.shape)[at]
     at = rng.random(rules.shape) < 0.03
-    rules[at] = rng.integers(*((-128, 128) if byte_rules else (-20, 200)), rules.shape)[at]
+    rules[at] = rng.integers(-20, 200, rules.shape)[at]
     F = grammar.F
     loops = LOOPS + ((Tok.KW_FOR, len(rules) - 1, 0, 1, 0),)
     for tok, r, length, lhs, kind in loops:
@@ -336,35 +335,15 @@ def hostile_tables(seed=7, byte_rules=False):
     assert action[Tok.KW_FOR] & 3 == grammar.ACT_REDUCE and action[Tok.KW_FOR] >> 2 == -1
     goto[0] = 9  # where a negative GOTO index would land if clamped, not wrapped
     action[-N_TOK:] = 1 << 2 | grammar.ACT_SHIFT
-    tabs = type(parser._tables())(action, goto, rules, flags, parser.pack_rules(rules))
-    assert (tabs.rules8 is not None) == byte_rules
-    return tabs
+    return type(parser._tables())(action, goto, rules, flags)
 
 
-def test_pack_rules_round_trip():
-    """parser.pack_rules keeps every field of the shipped rule table (signs included),
-    as the kernel unpacks it, and declines a table with a field outside a signed byte."""
-    rules = np.asarray(parser._tables().rules)
-    words = parser.pack_rules(rules)
-    assert words.shape == (len(rules), -(-rules.shape[1] // 4)) and words.dtype == np.int32
-    got = np.stack([np.asarray(parser.unpack_rule_field(words[:, f // 4], f))
-                    for f in range(rules.shape[1])], axis=1)  # fmt: skip
-    np.testing.assert_array_equal(got, rules)
-    edge = np.array([[-128, 127, -1, 0, 5]], np.int32)
-    back = [int(parser.unpack_rule_field(parser.pack_rules(edge)[0, f // 4], f)) for f in range(5)]
-    assert back == edge[0].tolist()
-    assert parser.pack_rules(edge + np.array([[0, 1, 0, 0, 0]])) is None
-    assert parser.pack_rules(edge - np.array([[1, 0, 0, 0, 0]])) is None
-
-
-@pytest.mark.parametrize("byte_rules", [False, True], ids=["wide_rules", "packed_rules"])
-def test_hostile_tables_equal_xla(byte_rules):
+def test_hostile_tables_equal_xla():
     """Hostile tables (hostile_tables) on the hostile token batch, through the parser's
     jitted batch function (internal: it takes the tables as an argument): every field
-    equal, lanes that run out of steps included (Code.LIMIT after the loop's bound);
-    with rule fields the kernel reads packed and with ones it reads as they are."""
+    equal, lanes that run out of steps included (Code.LIMIT after the loop's bound)."""
     toks, lerr = hostile_batch()
-    tabs = hostile_tables(byte_rules=byte_rules)
+    tabs = hostile_tables()
     spi = parser.STEPS_PER_ITER
     want = parser._parse_batch(toks, lerr, tabs, HOSTILE, spi, "xla", ())
     got = parser._parse_batch(toks, lerr, tabs, HOSTILE, spi, "pallas", ())
@@ -448,15 +427,16 @@ def test_backend_names():
         assert "pallas_call" in program("pallas")
 
 
-@pytest.mark.parametrize("block,steps_per_iter", [(32, 5), (64, 1)])
-def test_block_and_steps_per_iter(block, steps_per_iter):
+@pytest.mark.parametrize("block,steps_per_iter,lean", [(32, 5, False), (64, 1, True)])
+def test_block_and_steps_per_iter(block, steps_per_iter, lean):
     """The kernel's knobs change nothing: blocks of 32 or 64 lanes (the error batch, the
-    last block padded) and 5 or 1 steps per inner loop, against XLA at its default and at
-    the same steps_per_iter."""
+    last block padded), 5 or 1 steps per inner loop, and every read made or only those
+    whose values are used (``lean``), against XLA at its default and at the same
+    steps_per_iter."""
     srcs = error_sources()
     toks, lerr = lex_sources(srcs, TIGHT)
     assert len(srcs) % block != 0
-    got, want = both(toks, TIGHT, lerr, block=block, steps_per_iter=steps_per_iter)
+    got, want = both(toks, TIGHT, lerr, block=block, steps_per_iter=steps_per_iter, lean=lean)
     assert_parses_equal(got, want, srcs)
     same = parser.parse_with_info(toks, TIGHT, lerr, steps_per_iter=steps_per_iter, backend="xla")
     assert_parses_equal(same, want, srcs)
