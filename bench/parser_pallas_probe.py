@@ -103,6 +103,11 @@ def main() -> None:
         help="also trace the default parse per size into this "
         "directory and record its heaviest kernels (bench/trace_kernels.py)",
     )
+    ap.add_argument(
+        "--hlo",
+        help="with --trace: write the traced parse's optimized HLO "
+        "here (DIR/parse_SIZE.hlo.txt), to look its kernels up",
+    )
     ap.add_argument("--out")
     a = ap.parse_args()
     if a.quick:
@@ -154,6 +159,10 @@ def main() -> None:
 
                 c = jax.jit(lambda t, e, lim=lim: parser.parse_with_info(t, lim, e))
                 c = c.lower(tok, lerr).compile()
+                if a.hlo:
+                    os.makedirs(a.hlo, exist_ok=True)
+                    with open(os.path.join(a.hlo, f"parse_{size}.hlo.txt"), "w") as f:
+                        f.write(c.as_text())
                 top = trace_top(c, (tok, lerr), os.path.join(a.trace, size), top=30)
                 res.setdefault("kernels", {})[size] = top
                 for row in top:
