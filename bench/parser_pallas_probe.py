@@ -155,7 +155,7 @@ def main() -> None:
                 continue
             args = (tok, lim, lerr)
             if a.trace:
-                from bench.trace_kernels import trace_top
+                from bench.trace_kernels import gaps, trace_top
 
                 c = jax.jit(lambda t, e, lim=lim: parser.parse_with_info(t, lim, e))
                 c = c.lower(tok, lerr).compile()
@@ -165,6 +165,8 @@ def main() -> None:
                         f.write(c.as_text())
                 top = trace_top(c, (tok, lerr), os.path.join(a.trace, size), top=30)
                 res.setdefault("kernels", {})[size] = top
+                res.setdefault("timeline", {})[size] = gaps(os.path.join(a.trace, size))
+                print(size, json.dumps(res["timeline"][size]), flush=True)
                 for row in top:
                     print(size, json.dumps(row), flush=True)
                 save()

@@ -32,6 +32,33 @@ def kernels(path: str) -> tuple[dict[str, float], dict[str, int], list[str]]:
     return dict(tot), dict(cnt), sorted(set(pids.values()))
 
 
+def gaps(path: str, top: int = 8) -> dict:
+    """The GPU timeline of the first Perfetto trace under ``path``: the span from the
+    first kernel's start to the last one's end, the time kernels ran in it (overlaps
+    counted once), and the ``top`` longest idle gaps between kernels, each as [us,
+    kernel before, kernel after]: where a stage's wall time exceeds its kernels'."""
+    files = glob.glob(os.path.join(path, "**", "*.trace.json.gz"), recursive=True)
+    with gzip.open(files[0]) as f:
+        tr = json.load(f)
+    ev = tr["traceEvents"] if isinstance(tr, dict) else tr
+    pids = {e["pid"]: e["args"]["name"] for e in ev
+            if e.get("ph") == "M" and e.get("name") == "process_name"}  # fmt: skip
+    ks = sorted((e["ts"], e["ts"] + e["dur"], e["name"]) for e in ev
+                if e.get("ph") == "X" and "GPU" in pids.get(e.get("pid"), "") and "dur" in e)  # fmt: skip
+    if not ks:
+        return {"span_us": 0.0, "busy_us": 0.0, "gaps": []}
+    busy, end, name, holes = 0.0, ks[0][0], ks[0][2], []
+    for t0, t1, k in ks:
+        if t0 > end:
+            holes.append([round(t0 - end, 1), name, k])
+        busy += max(0.0, t1 - max(t0, end))
+        if t1 > end:
+            end, name = t1, k
+    holes.sort(key=lambda h: -h[0])
+    return {"span_us": round(end - ks[0][0], 1), "busy_us": round(busy, 1), "kernels": len(ks),
+            "idle_us": round(sum(h[0] for h in holes), 1), "gaps": holes[:top]}  # fmt: skip
+
+
 _INSTR = re.compile(r"^\s*(?:ROOT\s+)?%?([\w.\-]+)\s*=.*?\bcalls=%?([\w.\-]+)")
 _COMP = re.compile(r"^\s*(?:ENTRY\s+)?%?([\w.\-]+)\s.*\{\s*$")
 _OLD_WHERE = re.compile(r'source_file="([^"]*)"\s+source_line=(\d+)')  # XLA before stack frames

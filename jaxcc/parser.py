@@ -67,8 +67,10 @@ class _Prog(NamedTuple):
 
     sig: object  # Int32[Array, "T+1 2"]  kind, token index of the significant tokens, then PAD
     n_sig: object  # Int32[]
-    kv: object  # Int32[Array, "T 2"]  kind, value of every token
+    kv: object  # Int32[Array, "T 2"]  kind, value of every token (the XLA loop's gathers)
     lex_failed: object  # Bool[]
+    kind: object  # Int32[Array, "T"]  the tokens' kinds and values as they come (the
+    value: object  # Int32[Array, "T"]  Pallas kernel's loads: no packed copy to make)
 
 
 class _Carry(NamedTuple):
@@ -129,7 +131,8 @@ def _prepare(tok: Tokens, lex_failed) -> _Prog:
     sig_kind = jnp.where(pos < n_sig, index(tok.kind, jnp.minimum(sig_tok, T - 1)), Tok.PAD)
     # packed pairs: one gather per lookup in the step
     sig = jnp.stack([sig_kind.astype(I32), sig_tok], axis=1)
-    return _Prog(sig, n_sig, jnp.stack([tok.kind, tok.value], axis=1), lex_failed)
+    kv = jnp.stack([tok.kind, tok.value], axis=1)
+    return _Prog(sig, n_sig, kv, lex_failed, tok.kind, tok.value)
 
 
 def _init(D: int, N: int) -> _Carry:

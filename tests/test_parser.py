@@ -323,6 +323,33 @@ def test_jit_matches_eager():
     assert int(jitted[1].code) == Code.OK
 
 
+def test_node_rows_past_the_count_are_never_read(monkeypatch):
+    """The Pallas kernel leaves the node rows it does not write undefined (no zero
+    fill): ``parser._finish`` must read no row at or past a program's node count. The
+    XLA loop started from nodes full of garbage (large, negative, every field) gives
+    the same Ast, Error and ParseInfo as from zeros, on valid programs and errors."""
+    from jaxcc import parser
+
+    srcs = VALID[:10] + [e[0] for e in ERRORS[:6]]
+    toks, lerr = host_lex_many(srcs, L)
+    fn = parser._parse_batch.__wrapped__  # a fresh trace with the patched _init
+    args = (toks, lerr, parser._tables(), L, parser.STEPS_PER_ITER, "xla", ())
+    want = _np(fn(*args))
+    init = parser._init
+
+    def garbage_init(D, N):
+        c = init(D, N)
+        junk = (jax.numpy.arange(N * 6, dtype=np.int32).reshape(N, 6) * 7919) ^ -(2**30)
+        return c._replace(nodes=junk)
+
+    monkeypatch.setattr(parser, "_init", garbage_init)
+    got = _np(fn(*args))
+    assert int(np.sum(want[1].code == Code.OK)) >= 10
+    for path, a, b in zip(jax.tree_util.tree_flatten_with_path(want)[0],
+                          jax.tree.leaves(got), jax.tree.leaves(want), strict=True):  # fmt: skip
+        np.testing.assert_array_equal(a, b, err_msg=jax.tree_util.keystr(path[0]))
+
+
 def test_tables_match_grammar():
     """The stored tables are exactly what the grammar generates (no conflicts: Lark's
     strict mode raises on any), and every rule's action is consistent."""
