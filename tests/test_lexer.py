@@ -484,12 +484,14 @@ def test_width_tiers_equal_one_width(monkeypatch):
     short = np.flatnonzero(length <= 3 * N // 8)
     mid = np.flatnonzero((length > 3 * N // 8) & (length <= N // 2))
     long = np.flatnonzero(length > N // 2)
+    M = 32  # every plan's batch has M rows (some repeated): the tiered lexer compiles once
     row_sets = {
-        0: np.r_[short, long[:9]],  # mostly short: 3 N / 8, then two chunks at N
-        1: np.r_[mid, short[:4], long[:2]],  # N / 2, then one chunk at N
-        2: np.r_[short[:1], long, short[1:4]],  # mostly long: N alone
+        0: np.r_[np.resize(short, M - 9), long[:9]],  # mostly short: 3 N / 8, two chunks at N
+        1: np.r_[np.resize(mid, M - 6), short[:4], long[:2]],  # N / 2, then one chunk at N
+        2: np.r_[short[:1], np.resize(long, M - 4), short[1:4]],  # mostly long: N alone
     }
     for plan, rows in row_sets.items():
+        assert len(rows) == M
         k, n_loop = arrays.width_plan(jnp.asarray(length[rows]), N, (3 * N // 8, N // 2), 7)
         assert int(k) == plan and (int(n_loop) > 0) == (plan < 2), (plan, k, n_loop)
         got = lexer.lex(src[rows], length[rows], LIM, tiers=True)

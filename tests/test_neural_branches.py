@@ -103,15 +103,18 @@ def test_branch_force_positions():
 
 
 def test_branches_do_not_depend_on_the_batch():
+    # two batches of the same shape as test_branches_of_an_untrained_model's (one compile
+    # for the file), the same programs in another order
     params = M.init_params(CFG, 4)
-    alone, _ = _compiled(SOURCES[1:2], params)
-    batch, _ = _compiled([SOURCES[0], SOURCES[1], SOURCES[3]], params)
-    # randomness (the rows left to sampling) is per program index: compare at index 0
-    alone0, _ = _compiled(SOURCES[:1], params)
-    np.testing.assert_array_equal(np.asarray(alone0.samples.tokens[0]),
+    batch, _ = _compiled(SOURCES, params)
+    other, _ = _compiled([SOURCES[0], SOURCES[3], SOURCES[1], SOURCES[2]], params)
+    # randomness (the rows left to sampling) is per program index: compare at index 0,
+    # whose neighbours differ
+    np.testing.assert_array_equal(np.asarray(other.samples.tokens[0]),
                                   np.asarray(batch.samples.tokens[0]))  # fmt: skip
-    # and the branches themselves (rows with a forced position) are deterministic
-    np.testing.assert_array_equal(np.asarray(alone.samples.tokens[0]),
+    # and the branches themselves (rows with a forced position) are deterministic:
+    # SOURCES[1] at index 2 of one batch and index 1 of the other
+    np.testing.assert_array_equal(np.asarray(other.samples.tokens[2]),
                                   np.asarray(batch.samples.tokens[1]))  # fmt: skip
 
 
