@@ -662,7 +662,7 @@ def _parse_batch(tokens: Tokens, lex: Error, tabs: _Tabs, limits: Limits, steps_
                  backend: str = "xla", pallas_options: tuple = ()):  # fmt: skip
     B, T = tokens.kind.shape
     D, N = limits.max_parse_depth, limits.max_nodes
-    tabs = jax.tree.map(jnp.asarray, tabs)  # numpy when called under disable_jit
+    tabs = _Tabs(*[jnp.asarray(x) for x in tabs])  # numpy when called under disable_jit
     nnt = _n_nonterminals()
     progs = jax.vmap(_prepare)(tokens, lex.code != Code.OK)
     carry = jax.vmap(lambda _: _init(D, N))(jnp.arange(B))

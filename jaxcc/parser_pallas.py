@@ -78,9 +78,9 @@ def _reads(refs, lane, m, T: int, D: int, lean: bool = True) -> P._Reads:
         mask = m & need if lean and need is not None else m
         return plt.load(ref.at[idx], mask=mask, other=0)
 
-    def pair(ref, i, size, need=None):
+    def pair(ref, i, size):
         i = _norm(i, size)
-        return ld(ref, lane, i, 0, need=need), ld(ref, lane, i, 1, need=need)
+        return ld(ref, lane, i, 0), ld(ref, lane, i, 1)
 
     def rule(i, need):
         i, got = _norm(i, rules_ref.shape[0]), {}
