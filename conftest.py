@@ -117,6 +117,17 @@ def pytest_configure(config):
         _no_local_constants()
 
 
+def pytest_collection_modifyitems(config, items):
+    """Tests marked ``slow`` run only with --slow (each is a costlier form of a check the
+    default run makes otherwise, e.g. by its parts)."""
+    if config.getoption("--slow"):
+        return
+    skip = pytest.mark.skip(reason="long-running: run with --slow")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)
+
+
 def _no_local_constants():
     """Hypothesis (>= 6.131) also draws the literals of the project's modules imported so
     far (``providers._get_local_constants``), so a test's examples depended on what earlier

@@ -443,13 +443,34 @@ def test_chunked_front_and_middle_equal_compile_arrays():
     assert {Code.OK, Code.LIMIT} < {int(c) for c in err.code}  # and other errors
 
 
+def _two_width_tests():
+    return fixed_in_batch()[2][: B - 8] + [(s, 1, [([3], 3)]) for s in LONG[:4] + DEEP[-4:]]
+
+
+def test_evaluate_passes_tiers_to_both_stages():
+    """``evaluate(tiers=...)`` reaches the lexer and the middle end: each adds a lax.cond
+    (one width or two) to the trace. That each stage at two widths equals it at one is
+    tested stage by stage (tests/test_lexer.py, tests/test_middle_end.py, the property
+    tests and tests/test_sharding.py); the whole loop at both, below, with --slow."""
+    tests = _two_width_tests()
+    source, length = lexer.encode([t[0] for t in tests], LIMITS)
+    cases = pipeline.make_cases([(e, cs) for _, e, cs in tests], n_args=A, n_cases=K)
+
+    def conds(tiers):
+        f = functools.partial(pipeline.evaluate, limits=LIMITS, tiers=tiers)
+        return str(jax.make_jaxpr(f)(source, length, cases)).count(" cond[")
+
+    assert conds(True) == conds(False) + 2
+
+
+@pytest.mark.slow  # ~2 min on 2 cores: the loop compiled with every width
 def test_evaluate_at_two_widths_equals_one_width():
     """``evaluate(tiers=True)`` (the lexer's and the middle end's two widths: the default on
     a GPU for a batch of at least 4,096 programs) gives the same Evaluation, field by
     field, as one width (the CPU's default): the fixed and hostile programs, with
     programs of more than N / 2 bytes (LONG) and of more than N / 2 nodes (DEEP) for the
     full width."""
-    tests = fixed_in_batch()[2][: B - 8] + [(s, 1, [([3], 3)]) for s in LONG[:4] + DEEP[-4:]]
+    tests = _two_width_tests()
     source, length = lexer.encode([t[0] for t in tests], LIMITS)
     tokens, err = lexer.lex(source, length, LIMITS)
     n_nodes = np.asarray(parser.parse(tokens, LIMITS, err)[0].n_nodes)
@@ -460,14 +481,6 @@ def test_evaluate_at_two_widths_equals_one_width():
     for a, b in zip(jax.tree.leaves(want), jax.tree.leaves(got), strict=True):
         np.testing.assert_array_equal(a, b)
     assert {Verdict.PASS, Verdict.COMPILE_ERROR} <= {int(v) for v in want.verdict}
-    # and tiers reached both stages: each adds a lax.cond (one width or two) to the trace
-    cases = pipeline.make_cases([(e, cs) for _, e, cs in tests], n_args=A, n_cases=K)
-
-    def conds(tiers):
-        f = functools.partial(pipeline.evaluate, limits=LIMITS, tiers=tiers)
-        return str(jax.make_jaxpr(f)(source, length, cases)).count(" cond[")
-
-    assert conds(True) == conds(False) + 2
 
 
 def test_fast_compile_options_unknown_to_this_xla_are_dropped(monkeypatch):
