@@ -122,10 +122,11 @@ def pytest_collection_modifyitems(config, items):
     default run makes otherwise, e.g. by its parts)."""
     if config.getoption("--slow"):
         return
-    skip = pytest.mark.skip(reason="long-running: run with --slow")
     for item in items:
-        if "slow" in item.keywords:
-            item.add_marker(skip)
+        mark = item.get_closest_marker("slow")
+        if mark is not None:
+            why = mark.kwargs.get("reason", "long-running")
+            item.add_marker(pytest.mark.skip(reason=f"{why}; run with --slow"))
 
 
 def _no_local_constants():

@@ -12,9 +12,9 @@ import os
 import re
 
 
-def kernels(path: str) -> tuple[dict[str, float], dict[str, int], list[str]]:
-    """(total microseconds, calls) per GPU kernel name in the first Perfetto trace under
-    ``path``, and the trace's process names."""
+def _gpu_events(path: str) -> tuple[list[tuple[float, float, str]], list[str]]:
+    """The GPU kernels of the first Perfetto trace under ``path`` as (start, end, name)
+    in microseconds, sorted, and the trace's process names."""
     files = glob.glob(os.path.join(path, "**", "*.trace.json.gz"), recursive=True)
     if not files:
         raise FileNotFoundError(f"no *.trace.json.gz under {path}")
@@ -23,13 +23,21 @@ def kernels(path: str) -> tuple[dict[str, float], dict[str, int], list[str]]:
     ev = tr["traceEvents"] if isinstance(tr, dict) else tr
     pids = {e["pid"]: e["args"]["name"] for e in ev
             if e.get("ph") == "M" and e.get("name") == "process_name"}  # fmt: skip
+    ks = sorted((e["ts"], e["ts"] + e["dur"], e["name"]) for e in ev
+                if e.get("ph") == "X" and "GPU" in pids.get(e.get("pid"), "") and "dur" in e)  # fmt: skip
+    return ks, sorted(set(pids.values()))
+
+
+def kernels(path: str) -> tuple[dict[str, float], dict[str, int], list[str]]:
+    """(total microseconds, calls) per GPU kernel name in the first Perfetto trace under
+    ``path``, and the trace's process names."""
+    ks, names = _gpu_events(path)
     tot: dict[str, float] = collections.Counter()
     cnt: dict[str, int] = collections.Counter()
-    for e in ev:
-        if e.get("ph") == "X" and "GPU" in pids.get(e.get("pid"), "") and "dur" in e:
-            tot[e["name"]] += e["dur"]
-            cnt[e["name"]] += 1
-    return dict(tot), dict(cnt), sorted(set(pids.values()))
+    for t0, t1, k in ks:
+        tot[k] += t1 - t0
+        cnt[k] += 1
+    return dict(tot), dict(cnt), names
 
 
 def gaps(path: str, top: int = 8) -> dict:
@@ -37,14 +45,7 @@ def gaps(path: str, top: int = 8) -> dict:
     first kernel's start to the last one's end, the time kernels ran in it (overlaps
     counted once), and the ``top`` longest idle gaps between kernels, each as [us,
     kernel before, kernel after]: where a stage's wall time exceeds its kernels'."""
-    files = glob.glob(os.path.join(path, "**", "*.trace.json.gz"), recursive=True)
-    with gzip.open(files[0]) as f:
-        tr = json.load(f)
-    ev = tr["traceEvents"] if isinstance(tr, dict) else tr
-    pids = {e["pid"]: e["args"]["name"] for e in ev
-            if e.get("ph") == "M" and e.get("name") == "process_name"}  # fmt: skip
-    ks = sorted((e["ts"], e["ts"] + e["dur"], e["name"]) for e in ev
-                if e.get("ph") == "X" and "GPU" in pids.get(e.get("pid"), "") and "dur" in e)  # fmt: skip
+    ks, _ = _gpu_events(path)
     if not ks:
         return {"span_us": 0.0, "busy_us": 0.0, "gaps": []}
     busy, end, name, holes = 0.0, ks[0][0], ks[0][2], []

@@ -463,7 +463,10 @@ def test_evaluate_passes_tiers_to_both_stages():
     assert conds(True) == conds(False) + 2
 
 
-@pytest.mark.slow  # ~2 min on 2 cores: the loop compiled with every width
+@pytest.mark.slow(
+    reason="~2 min on 2 cores (the loop compiled at every width); the default run checks "
+    "each stage at two widths and that evaluate passes tiers to both"
+)
 def test_evaluate_at_two_widths_equals_one_width():
     """``evaluate(tiers=True)`` (the lexer's and the middle end's two widths: the default on
     a GPU for a batch of at least 4,096 programs) gives the same Evaluation, field by
