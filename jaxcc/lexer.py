@@ -1382,6 +1382,13 @@ def _indent_stack(c, ok, max_indent: int, col_hi: int | None = None):
     return _Stack(depth=acc.astype(I32), mismatch=mismatch)
 
 
+def _intern_key_bits(N: int, TS: int) -> tuple[int, int] | None:
+    """(bits of a length in [0, N], bits of a slot in [0, TS)) where a user flag, a length
+    and a slot pack into one non-negative int32, else None."""
+    n_bits, s_bits = int(N).bit_length(), int(TS - 1).bit_length()
+    return (n_bits, s_bits) if 1 + n_bits + s_bits <= 31 else None
+
+
 def _intern(
     out, typ, eid, b, idx, is_start, user_start, tok_start, tok_end, tok_base, N, T, hash_tables
 ):
@@ -1395,33 +1402,45 @@ def _intern(
             if is_user_name[t]:
                 value[t] = ids.setdefault(text[t], N_RESERVED_NAMES + len(ids))
 
-    Names are sorted by (hash1, hash2, length, slot); within a run of equal keys each
-    name is compared byte by byte with the run's first unresolved name (rounds repeat
-    only while two different names share a key), so collisions are resolved exactly.
+    Names are sorted by (hash, user or not, length, slot); within a run of equal keys
+    each name is compared byte by byte with the run's first unresolved name (rounds
+    repeat only while two different names of one length share a hash), so collisions
+    are resolved exactly. The sort carries two operands where the flag, length and slot
+    fit one int32 beside the hash (``_intern_key_bits``; every corpus's limits), else
+    three: on an H100 the five it had (two hashes) took 13.4 ms per 65,536 programs of
+    the large corpus, the lexer's largest step (docs/benchmarks.md, twentieth run).
     """
     TS = T + 1
     tid = jnp.clip(eid, 0, N - 1)
     is_user = (typ == 2) & index(user_start, tid)
-    # polynomial hashes of each token's bytes: sum b[i] * mul**i, scaled by mul**-start
-    hs = []
-    for pw, inv in (hash_tables[0:2], hash_tables[2:4]):
-        h = jnp.cumsum(
-            jnp.where(idx < N, (b & 0xFF).astype(u32) * jnp.asarray(pw), 0).astype(u32), dtype=u32
-        )
-        h_before = _shift_right(h, _c(0, u32))
-        e = index(tok_end, tid)
-        hv = (gather(h, e - 1, 0).astype(u32) - index(h_before, tid)) * jnp.asarray(inv)[tid]
-        hs.append(jnp.where(is_user, hv, _c(0, u32)))
+    # a polynomial hash of each token's bytes: sum b[i] * mul**i, scaled by mul**-start
+    pw, inv = hash_tables[0:2]
+    h = jnp.cumsum(
+        jnp.where(idx < N, (b & 0xFF).astype(u32) * jnp.asarray(pw), 0).astype(u32), dtype=u32
+    )
+    h_before = _shift_right(h, _c(0, u32))
+    e = index(tok_end, tid)
+    hv = (gather(h, e - 1, 0).astype(u32) - index(h_before, tid)) * jnp.asarray(inv)[tid]
+    hv = jnp.where(is_user, hv, _c(0, u32))
     nlen = jnp.where(is_user, out.end - out.start, 0)
     flag = jnp.where(is_user, 0, 1).astype(I32)
     slots = jnp.arange(TS, dtype=I32)
-    sf, sh1, sh2, sl, perm = lax.sort((flag, hs[0], hs[1], nlen, slots), num_keys=5)
+    bits = _intern_key_bits(N, TS)
+    if bits is not None:  # (flag, length, slot) in one int32: a sort of two operands
+        n_bits, s_bits = bits
+        packed = (flag << (n_bits + s_bits)) | (jnp.clip(nlen, 0, N) << s_bits) | slots
+        sh, sp = lax.sort((hv, packed), num_keys=2)
+        perm = sp & ((1 << s_bits) - 1)
+        rest = sp >> s_bits  # (flag, length): equal exactly where both are
+        sf = rest >> n_bits
+    else:
+        sh, rest, perm = lax.sort((hv, (flag << 30) | jnp.clip(nlen, 0, N), slots), num_keys=3)
+        sf = rest >> 30
     same_key = (
         (sf == 0)
         & (_shift_right(sf, 1) == 0)
-        & (sh1 == _shift_right(sh1, _c(0, u32)))
-        & (sh2 == _shift_right(sh2, _c(0, u32)))
-        & (sl == _shift_right(sl, -1))
+        & (sh == _shift_right(sh, _c(0, u32)))
+        & (rest == _shift_right(rest, -1))
     )
     run_start = _cummax(jnp.where(same_key, 0, slots))  # sorted: first of the equal keys
     rank = set_rows(jnp.zeros(TS, I32), perm, slots)  # perm: a permutation
@@ -1459,7 +1478,7 @@ def _intern(
 
 
 @functools.cache
-def _host_tables(n: int, hash_muls: tuple[int, int]) -> tuple[np.ndarray, ...]:
+def _host_tables(n: int, hash_muls: tuple[int, ...]) -> tuple[np.ndarray, ...]:
     hp = [x for m in hash_muls for x in LT.hash_powers(n, m)]
     return tuple(np.asarray(x) for x in (*LT.merge_tables(), *hp))
 
@@ -1467,11 +1486,11 @@ def _host_tables(n: int, hash_muls: tuple[int, int]) -> tuple[np.ndarray, ...]:
 _DEVICE_TABLES: dict = {}
 
 
-def dfa_tables(n: int, hash_muls: tuple[int, int] = LT.HASH_MULS):
+def dfa_tables(n: int, hash_muls: tuple[int, ...] = LT.HASH_MULS):
     """Arrays the jitted lexer takes as arguments (not constants: a multi-MB constant is
     copied into every level of a scan and compiles slowly): the DFA's merge tables
     (GEN_ID, MERGE, STATE_OF) and, for sources of n bytes, the powers m**i and m**-i
-    mod 2**32 of the two name-hash multipliers.
+    mod 2**32 of the name hash's multiplier.
 
     Device copies are cached only when made outside a trace: under jit, jnp.asarray
     gives a tracer, and a cached tracer would leak into the next trace."""

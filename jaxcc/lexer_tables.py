@@ -395,8 +395,10 @@ for _i, _ch in enumerate("0123456789abcdef"):
     DIGIT_VALUE[ord(_ch)] = _i
     DIGIT_VALUE[ord(_ch.upper())] = _i
 
-# polynomial name hashes: odd multipliers (invertible mod 2**32)
-HASH_MULS = (0x01000193, 0x9E3779B9 | 1)
+# the polynomial name hash's multiplier: odd (invertible mod 2**32). One hash: names that
+# share it are told apart byte by byte (lexer._intern), so a second only saved rounds that
+# almost never run, at the price of a wider sort
+HASH_MULS = (0x01000193,)
 
 
 def hash_powers(n: int, mul: int) -> tuple[np.ndarray, np.ndarray]:

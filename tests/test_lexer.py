@@ -278,11 +278,30 @@ def test_glued_numbers_read_like_cpython():
             assert (int(h.code), int(h.line), int(h.detail)) == want, src
 
 
+COLLIDING = ["ab = ba + ab + ba + abc + cab + bca + abc\n", "xy = 1\nyx = xy\nxy = yx\n"]
+
+
 def test_hash_collisions_are_resolved():
-    # with multiplier 1 both hashes are the byte sum: anagrams collide
-    srcs = ["ab = ba + ab + ba + abc + cab + bca + abc\n", "xy = 1\nyx = xy\nxy = yx\n"]
-    for src, (toks, err) in zip(srcs, lex_many(srcs, muls=(1, 1)), strict=True):
+    # with multiplier 1 the hash is the byte sum: anagrams collide
+    for src, (toks, err) in zip(COLLIDING, lex_many(COLLIDING, muls=(1,)), strict=True):
         assert_same_as_host(src, toks, err)
+
+
+def test_interning_without_packed_keys(monkeypatch):
+    """Limits too large for the user flag, length and slot to share one int32 (a file of
+    16 KB or more under the CLI's limits) sort three operands: the same ids, collisions
+    included."""
+    assert lexer._intern_key_bits(LIM.max_source_bytes, LIM.max_tokens + 1) is not None
+    assert lexer._intern_key_bits(1 << 14, (1 << 15) + 1) is None  # cli_limits of 16 KB
+    monkeypatch.setattr(lexer, "_intern_key_bits", lambda n, ts: None)
+    srcs = COLLIDING + [s for s in EXAMPLES if s][: B - len(COLLIDING)]
+    src, n = lexer.encode(srcs, LIM)
+    lex = jax.jit(lexer._lex_batched, static_argnames=("limits",))
+    for muls in ((1,), LT.HASH_MULS):
+        toks, err = lex(src, n, lexer.dfa_tables(LIM.max_source_bytes, muls), limits=LIM)
+        for j, s in enumerate(srcs):
+            one = jax.tree.map(lambda x, j=j: np.asarray(x)[j], toks)
+            assert_same_as_host(s, one, tuple(int(np.asarray(e)[j]) for e in err))
 
 
 def test_unbatched_program_and_cli_limits():
