@@ -288,11 +288,12 @@ def test_hash_collisions_are_resolved():
 
 
 def test_interning_without_packed_keys(monkeypatch):
-    """Limits too large for the user flag, length and slot to share one int32 (a file of
-    16 KB or more under the CLI's limits) sort three operands: the same ids, collisions
-    included."""
+    """Limits too large for the user flag, length and slot to share one int32 (``jaxcc
+    run``'s tier of 64 KB, ``python -m jaxcc.lexer`` on a file over 8 KB) sort three
+    operands: the same ids, collisions included."""
     assert lexer._intern_key_bits(LIM.max_source_bytes, LIM.max_tokens + 1) is not None
-    assert lexer._intern_key_bits(1 << 14, (1 << 15) + 1) is None  # cli_limits of 16 KB
+    assert lexer._intern_key_bits(1 << 14, (1 << 14) + 1) is not None  # jaxcc run's 16 KB tier
+    assert lexer._intern_key_bits(1 << 16, (1 << 14) + 1) is None  # its 64 KB tier
     monkeypatch.setattr(lexer, "_intern_key_bits", lambda n, ts: None)
     srcs = COLLIDING + [s for s in EXAMPLES if s][: B - len(COLLIDING)]
     src, n = lexer.encode(srcs, LIM)
