@@ -4,10 +4,13 @@ XLA marks each HLO pass, pipeline and backend step with a profiler event, so one
 ``jax.profiler`` trace around ``Lowered.compile()`` shows the compile's time by pass:
 
     PYTHONPATH=. python bench/compile_profile.py --out $OUT/compile_profile.json \
-        [--size small] [--batch 65536] [--backend pallas] [--sets default,NAME,...]
+        [--size small] [--batch 65536] [--backend pallas] [--sets default,NAME,...] \
+        [--tiers auto|on|off]
 
 The loop is bench/run.py's ``loop_fn`` (the `loop` / `loop_pallas` entries' function),
-lowered from the shapes alone (no corpus needed), with no persistent cache. Per option
+lowered from the shapes alone (no corpus needed), with no persistent cache; ``--tiers``
+forces the lexer's and the middle end's narrow widths on or off (``lexer.use_tiers``:
+on a GPU from 4,096 programs, each width more copies of those stages). Per option
 set (``SETS``: XLA flags; each set in a fresh process, since XLA reads its flags once):
 ``lower_s``, ``compile_s``, and with ``--trace`` (the default set only) the events'
 self time (their time minus their children's, on the same thread) summed by name, the
@@ -60,8 +63,8 @@ def self_times(trace_dir: str) -> tuple[list, dict]:
         stack: list[list] = []  # [end, event, children's time]
         top = 0.0
 
-        def close(entry):
-            end, ev, kids = entry
+        def close(stack):
+            _, ev, kids = stack.pop()
             total[ev["name"]] += ev["dur"] - kids
             count[ev["name"]] += 1
             if stack:
@@ -69,12 +72,12 @@ def self_times(trace_dir: str) -> tuple[list, dict]:
 
         for e in evs:
             while stack and stack[-1][0] <= e["ts"]:
-                close(stack.pop())
+                close(stack)
             if not stack:
                 top += e["dur"]
             stack.append([e["ts"] + e["dur"], e, 0.0])
         while stack:
-            close(stack.pop())
+            close(stack)
         busy[f"{names.get(key, key)}"] = round(busy.get(f"{names.get(key, key)}", 0) + top / 1e6, 3)
     rows = [(n, v / 1e6, count[n]) for n, v in total.most_common()]
     return rows, busy
@@ -89,6 +92,11 @@ def one(set_name: str, args) -> dict:
 
     jax.config.update("jax_enable_compilation_cache", False)
     from bench import corpus
+    from jaxcc import lexer
+
+    if args.tiers != "auto":  # both stages' widths follow lexer.use_tiers' rule
+        on = args.tiers == "on"
+        lexer.use_tiers = lambda tiers, batch: on if tiers is None else tiers
     from bench.run import loop_fn
 
     lim = corpus.LIMITS[args.size]
@@ -102,7 +110,8 @@ def one(set_name: str, args) -> dict:
         jax.ShapeDtypeStruct((B, k), jnp.int32),
     )
     row = {"set": set_name, "options": SETS[set_name], "size": args.size, "batch": B,
-           "backend": args.backend, "device": jax.devices()[0].device_kind}  # fmt: skip
+           "backend": args.backend, "tiers": args.tiers,
+           "device": jax.devices()[0].device_kind}  # fmt: skip
     t0 = time.perf_counter()
     lowered = jax.jit(loop_fn(lim, backend=args.backend)).lower(*shapes)
     row["lower_s"] = round(time.perf_counter() - t0, 2)
@@ -135,6 +144,12 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=65536)
     ap.add_argument("--backend", default="pallas")
     ap.add_argument("--sets", default="default")
+    ap.add_argument(
+        "--tiers",
+        choices=("auto", "on", "off"),
+        default="auto",
+        help="the lexer's and the middle end's narrow widths: their rule, or forced",
+    )
     ap.add_argument("--trace", action=argparse.BooleanOptionalAction, default=True)
     ap.add_argument("--top", type=int, default=60)
     ap.add_argument("--one", help=argparse.SUPPRESS)
