@@ -43,9 +43,10 @@ SETS = {
 }
 
 
-def self_times(trace_dir: str) -> tuple[list, dict]:
+def self_times(trace_dir: str, thread: str | None = None) -> tuple[list, dict]:
     """(name, self seconds, count) summed over the newest trace's complete events,
-    biggest first, and each thread's busy seconds (its top-level events)."""
+    biggest first, and each thread's busy seconds (its top-level events); with
+    ``thread``, only the threads of that name (``"python"``: the one that compiles)."""
     files = sorted(glob.glob(os.path.join(trace_dir, "**", "*.trace.json.gz"), recursive=True))
     events = json.load(gzip.open(files[-1]))["traceEvents"]
     by_tid = collections.defaultdict(list)
@@ -59,6 +60,8 @@ def self_times(trace_dir: str) -> tuple[list, dict]:
     count = collections.Counter()
     busy = {}
     for key, evs in by_tid.items():
+        if thread is not None and names.get(key) != thread:
+            continue
         evs.sort(key=lambda e: (e["ts"], -e["dur"]))
         stack: list[list] = []  # [end, event, children's time]
         top = 0.0
@@ -134,6 +137,12 @@ def one(set_name: str, args) -> dict:
         rows, busy = self_times(d)
         row["top"] = [[n, round(s, 3), c] for n, s, c in rows[: args.top]]
         row["thread_busy_s"] = busy
+        # the busiest threads' own shares: what runs on one thread is the compile's
+        # serial part, what the pool's threads do runs beside it
+        row["thread_top"] = {
+            t: [[n, round(s, 3), c] for n, s, c in self_times(d, t)[0][:15]]
+            for t in sorted(busy, key=busy.get, reverse=True)[:3]
+        }
     return row
 
 
@@ -168,10 +177,13 @@ def main() -> None:
         row["process_s"] = round(time.perf_counter() - t0, 2)
         with open(args.out, "a") as f:
             f.write(json.dumps(row) + "\n")
-        short = {k: v for k, v in row.items() if k not in ("top",)}
+        short = {k: v for k, v in row.items() if k not in ("top", "thread_top")}
         print(json.dumps(short), flush=True)
-        for n, s, c in row.get("top", [])[:40]:
-            print(f"   {s:9.3f} s {c:6d}  {n}", flush=True)
+        tops = {"all threads": row.get("top", [])[:40], **row.get("thread_top", {})}
+        for key, top in tops.items():
+            print(f"  {key}:", flush=True)
+            for n, s, c in top:
+                print(f"   {s:9.3f} s {c:6d}  {n}", flush=True)
 
 
 if __name__ == "__main__":

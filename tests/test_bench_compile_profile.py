@@ -39,6 +39,9 @@ def test_self_times_subtract_children_per_thread(tmp_path):
     assert got == {"compile": (4.0, 1), "fusion": (3.0, 1), "algsimp": (8.0, 3)}
     assert rows[0][0] == "algsimp"  # biggest first
     assert busy == {"main": 10.0, "(1, 2)": 5.0}
+    rows, busy = cp.self_times(_write(tmp_path / "again", events), thread="main")
+    assert {n: round(s, 6) for n, s, _ in rows} == {"compile": 4.0, "fusion": 3.0, "algsimp": 3.0}
+    assert busy == {"main": 10.0}
 
 
 def test_self_times_of_a_real_compile(tmp_path):
