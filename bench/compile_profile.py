@@ -22,8 +22,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import glob
-import gzip
 import json
 import os
 import subprocess
@@ -31,6 +29,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+from bench.trace_kernels import trace_events  # noqa: E402
 
 SETS = {
     "default": {},
@@ -43,30 +43,25 @@ SETS = {
 }
 
 
-def self_times(trace_dir: str, thread: str | None = None) -> tuple[list, dict]:
-    """(name, self seconds, count) summed over the newest trace's complete events,
-    biggest first, and each thread's busy seconds (its top-level events); with
-    ``thread``, only the threads of that name (``"python"``: the one that compiles)."""
-    files = sorted(glob.glob(os.path.join(trace_dir, "**", "*.trace.json.gz"), recursive=True))
-    events = json.load(gzip.open(files[-1]))["traceEvents"]
+def thread_self_times(trace_dir: str) -> dict[str, tuple]:
+    """Per thread (by name; unnamed ones by (pid, tid)) of the trace under ``trace_dir``:
+    self microseconds and counts by event name (an event's time less its children's on
+    the same thread), and busy microseconds (its top-level events)."""
     by_tid = collections.defaultdict(list)
     names = {}
-    for e in events:
+    for e in trace_events(trace_dir):
         if e.get("ph") == "X" and "dur" in e:
             by_tid[(e.get("pid"), e.get("tid"))].append(e)
         elif e.get("ph") == "M" and e.get("name") == "thread_name":
             names[(e.get("pid"), e.get("tid"))] = e["args"]["name"]
-    total = collections.Counter()
-    count = collections.Counter()
-    busy = {}
+    out: dict = {}
     for key, evs in by_tid.items():
-        if thread is not None and names.get(key) != thread:
-            continue
+        name = str(names.get(key, key))  # threads of one name add up
+        total, count, busy = out.get(name) or (collections.Counter(), collections.Counter(), 0.0)
         evs.sort(key=lambda e: (e["ts"], -e["dur"]))
         stack: list[list] = []  # [end, event, children's time]
-        top = 0.0
 
-        def close(stack):
+        def close(stack, total=total, count=count):
             _, ev, kids = stack.pop()
             total[ev["name"]] += ev["dur"] - kids
             count[ev["name"]] += 1
@@ -77,13 +72,29 @@ def self_times(trace_dir: str, thread: str | None = None) -> tuple[list, dict]:
             while stack and stack[-1][0] <= e["ts"]:
                 close(stack)
             if not stack:
-                top += e["dur"]
+                busy += e["dur"]
             stack.append([e["ts"] + e["dur"], e, 0.0])
         while stack:
             close(stack)
-        busy[f"{names.get(key, key)}"] = round(busy.get(f"{names.get(key, key)}", 0) + top / 1e6, 3)
-    rows = [(n, v / 1e6, count[n]) for n, v in total.most_common()]
-    return rows, busy
+        out[name] = (total, count, busy)
+    return out
+
+
+def summed(per_thread: dict, thread: str | None = None) -> tuple[list, dict]:
+    """(name, self seconds, count) summed over ``thread_self_times``' threads (or only
+    ``thread``), biggest first, and each of those threads' busy seconds."""
+    total, count, busy = collections.Counter(), collections.Counter(), {}
+    for name, (t, c, b) in per_thread.items():
+        if thread is None or name == thread:
+            total.update(t)
+            count.update(c)
+            busy[name] = round(b / 1e6, 3)
+    return [(n, v / 1e6, count[n]) for n, v in total.most_common()], busy
+
+
+def self_times(trace_dir: str, thread: str | None = None) -> tuple[list, dict]:
+    """``summed(thread_self_times(trace_dir), thread)``."""
+    return summed(thread_self_times(trace_dir), thread)
 
 
 def one(set_name: str, args) -> dict:
@@ -134,13 +145,14 @@ def one(set_name: str, args) -> dict:
     row["whiles"] = hlo.count(" while(")
     row["custom_calls"] = hlo.count(" custom-call(")
     if trace:
-        rows, busy = self_times(d)
+        per_thread = thread_self_times(d)
+        rows, busy = summed(per_thread)
         row["top"] = [[n, round(s, 3), c] for n, s, c in rows[: args.top]]
         row["thread_busy_s"] = busy
         # the busiest threads' own shares: what runs on one thread is the compile's
         # serial part, what the pool's threads do runs beside it
         row["thread_top"] = {
-            t: [[n, round(s, 3), c] for n, s, c in self_times(d, t)[0][:15]]
+            t: [[n, round(s, 3), c] for n, s, c in summed(per_thread, t)[0][:15]]
             for t in sorted(busy, key=busy.get, reverse=True)[:3]
         }
     return row

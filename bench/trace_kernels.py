@@ -12,15 +12,20 @@ import os
 import re
 
 
-def _gpu_events(path: str) -> tuple[list[tuple[float, float, str]], list[str]]:
-    """The GPU kernels of the first Perfetto trace under ``path`` as (start, end, name)
-    in microseconds, sorted, and the trace's process names."""
+def trace_events(path: str) -> list[dict]:
+    """The events of the first Perfetto trace (``*.trace.json.gz``) under ``path``."""
     files = glob.glob(os.path.join(path, "**", "*.trace.json.gz"), recursive=True)
     if not files:
         raise FileNotFoundError(f"no *.trace.json.gz under {path}")
     with gzip.open(files[0]) as f:
         tr = json.load(f)
-    ev = tr["traceEvents"] if isinstance(tr, dict) else tr
+    return tr["traceEvents"] if isinstance(tr, dict) else tr
+
+
+def _gpu_events(path: str) -> tuple[list[tuple[float, float, str]], list[str]]:
+    """The GPU kernels of the first Perfetto trace under ``path`` as (start, end, name)
+    in microseconds, sorted, and the trace's process names."""
+    ev = trace_events(path)
     pids = {e["pid"]: e["args"]["name"] for e in ev
             if e.get("ph") == "M" and e.get("name") == "process_name"}  # fmt: skip
     ks = sorted((e["ts"], e["ts"] + e["dur"], e["name"]) for e in ev
