@@ -72,6 +72,7 @@ from jaxcc.isa import ArgKind, Op
 from jaxcc.limits import DEFAULT, Limits
 
 BLOCK = 128  # lanes per program instance (one thread per lane at 4 warps)
+DISPATCH = False  # the step specialized per opcode where a block's lanes share one (_step)
 CHUNK = 256  # outer iterations per guarded chunk (outer="for")
 
 # the constant table: row 0 the decode row of opcode o (o = N_OPS: invalid, decodes as
@@ -88,6 +89,9 @@ def _consts() -> np.ndarray:
     t[0, : _N_OPS + 1] = (tab[:, 0] << 8) | (tab[:, 1] << 4) | tab[:, 2]
     t[1, : len(vm._POW_MAX)] = vm._POW_MAX.view(np.int32)
     return t
+
+
+_CONSTS = _consts()
 
 
 def _place(start, dim: int, size: int):
@@ -125,7 +129,65 @@ def _contiguous(ops) -> bool:
 
 
 def _step(consts_ref, code_ref, mem_ref, lane, lay: vm.Layout, limits: Limits, n_i: int, s,
-          barrier: bool = False, lazy: bool = False):  # fmt: skip
+          barrier: bool = False, lazy: bool = False, dispatch: bool = False):  # fmt: skip
+    """One step of a block of lanes (every field of ``s`` an Int32[block]); returns the
+    lane after it and stores its (at most two) pairs: ``_op_step`` on the block's lanes.
+
+    ``dispatch``: when every running lane of the block is at the same opcode (one lane
+    alone always; lanes of one program in lockstep often), run a copy of the step
+    specialized to that opcode, chosen by a tree of branches on it (``_by_opcode``);
+    otherwise the general step. The opcode is then a constant in its copy, so Triton and
+    LLVM fold away every other opcode's selects, checks and loads: a step runs the
+    instructions of its own opcode, not of all of them. Every lane's result is the
+    general step's (a specialized copy reads the opcode where the general one does, and
+    a lane that is not running changes nothing in either)."""
+    head = _head(code_ref, n_i, s)
+    if not dispatch:
+        return _op_step(consts_ref, code_ref, mem_ref, lane, lay, limits, n_i, s, head,
+                        barrier, lazy)  # fmt: skip
+    run, o = head[0], head[1]
+    lo = jnp.min(jnp.where(run, o, _N_OPS + 1))
+    hi = jnp.max(jnp.where(run, o, -1))
+
+    def general():
+        return _op_step(consts_ref, code_ref, mem_ref, lane, lay, limits, n_i, s, head,
+                        False, lazy)  # fmt: skip
+
+    def one_op(op):
+        return lambda: _op_step(consts_ref, code_ref, mem_ref, lane, lay, limits, n_i, s,
+                                head, False, lazy, op)  # fmt: skip
+
+    out = lax.cond(lo == hi, lambda: _by_opcode(lo, 0, _N_OPS + 1, one_op), general)
+    if barrier:
+        plt.debug_barrier()  # as in _op_step: the next step's loads see these stores
+    return out
+
+
+def _by_opcode(key, lo: int, hi: int, branch):
+    """``branch(key)()`` for a scalar ``key`` in [lo, hi): a balanced tree of two-way
+    branches (Pallas' Triton lowering makes an n-way switch a chain of n ifs)."""
+    if hi - lo == 1:
+        return branch(lo)()
+    mid = (lo + hi) // 2
+    return lax.cond(key < mid, lambda: _by_opcode(key, lo, mid, branch),
+                    lambda: _by_opcode(key, mid, hi, branch))  # fmt: skip
+
+
+def _head(code_ref, n_i: int, s):
+    """The instruction at pc, decoded as vm._fetch decodes it: (run, o, a, valid), o =
+    N_OPS for an invalid one (it decodes as nothing)."""
+    n_rows = code_ref.shape[1]
+    run = s.status == Code.RUNNING
+    at = _place(s.pc, n_rows, 1)
+    o = plt.load(code_ref.at[s.pid, at, 0], mask=run, other=0)
+    a = plt.load(code_ref.at[s.pid, at, 1], mask=run, other=0)
+    pc_ok = (s.pc >= 0) & (s.pc < s.n_code)
+    valid = pc_ok & (o >= 0) & (o < _N_OPS)
+    return run, jnp.where(valid, o, _N_OPS), a, valid
+
+
+def _op_step(consts_ref, code_ref, mem_ref, lane, lay: vm.Layout, limits: Limits, n_i: int, s,
+             head, barrier: bool = False, lazy: bool = False, op: int | None = None):  # fmt: skip
     """One step of a block of lanes (every field of ``s`` an Int32[block]); returns the
     lane after it and stores its (at most two) pairs. The same as ``vm._step`` lane by
     lane: ``_fetch`` here, then vm.py's ``_check``, ``_registers``, ``_write_pairs``,
@@ -138,8 +200,16 @@ def _step(consts_ref, code_ref, mem_ref, lane, lay: vm.Layout, limits: Limits, n
     code and detail, ``_write_pairs``' value), so every lane's result is the same. On an
     H200 one lane ran 1.46e6 steps/s against 1.03e6 without it, 65,536 lanes of one
     program 3.26e10 lane-steps/s against 2.57e10, and the loop's mixed blocks as fast
-    (docs/vm.md)."""
-    f = _fetch(consts_ref, code_ref, mem_ref, lane, lay, n_i, s)
+    (docs/vm.md).
+
+    ``op``: every running lane is at opcode ``op`` (``_step``'s dispatch): the step with
+    that constant in place of the opcode read; the binary and unary operators are then
+    computed only in their own opcodes' copies."""
+    f = _fetch(consts_ref, code_ref, mem_ref, lane, lay, n_i, s, head, op)
+
+    def skip(o, a, b):
+        zero = jnp.zeros_like(a)
+        return zero, jnp.full_like(a, Code.RUNNING), zero
 
     def binary(o, a, b):
         def pow_limit(e):  # one read of the constant table, only by POW lanes
@@ -149,17 +219,16 @@ def _step(consts_ref, code_ref, mem_ref, lane, lay: vm.Layout, limits: Limits, n
         def compute(o, a, b):
             return vm._binary(o, a, b, pick=_chain, pow_limit=pow_limit)
 
+        if op is not None:
+            return compute(o, a, b) if vm._BIN.member(op) else skip(o, a, b)
         if not lazy:
             return compute(o, a, b)
         need = jnp.max(jnp.where(f.run & vm._BIN.member(o), 1, 0)) > 0
-
-        def skip(o, a, b):
-            zero = jnp.zeros_like(a)
-            return zero, jnp.full_like(a, Code.RUNNING), zero
-
         return lax.cond(need, compute, skip, o, a, b)
 
     def unary(o, x):
+        if op is not None and not vm._UN.member(op):
+            return jnp.zeros_like(x), jnp.zeros_like(x, dtype=bool)
         return vm._unary(o, x, pick=_chain)
 
     x = vm._check(limits, s, f, binary=binary, unary=unary, first=_first)
@@ -179,12 +248,14 @@ def _step(consts_ref, code_ref, mem_ref, lane, lay: vm.Layout, limits: Limits, n
     return vm._update(s, f, x, r, None)
 
 
-def _fetch(consts_ref, code_ref, mem_ref, lane, lay: vm.Layout, n_i: int, s) -> vm._Fetched:
+def _fetch(consts_ref, code_ref, mem_ref, lane, lay: vm.Layout, n_i: int, s, head,
+           op: int | None = None) -> vm._Fetched:  # fmt: skip
     """vm._fetch with Ref loads (code_ref: Int32[P, I + 2F, 2] with I = n_i; mem_ref:
-    this block's Int32[2, M, block]): the same values wherever vm.py's step uses them."""
+    this block's Int32[2, M, block]): the same values wherever vm.py's step uses them.
+    ``head``: ``_head``'s decoded instruction; ``op``: the opcode of every running lane
+    (a constant; its decode row is read from ``_CONSTS`` at trace time)."""
     n_rows = code_ref.shape[1]
     n_f = (n_rows - n_i) // 2
-    run = s.status == Code.RUNNING
     pid = s.pid
 
     def code(col, row, mask):
@@ -193,12 +264,12 @@ def _fetch(consts_ref, code_ref, mem_ref, lane, lay: vm.Layout, n_i: int, s) -> 
     def mem(col, row, mask):
         return plt.load(mem_ref.at[col, row, lane], mask=mask, other=0)
 
-    at = _place(s.pc, n_rows, 1)
-    o, a = code(0, at, run), code(1, at, run)
-    pc_ok = (s.pc >= 0) & (s.pc < s.n_code)
-    valid = pc_ok & (o >= 0) & (o < _N_OPS)
-    o = jnp.where(valid, o, _N_OPS)  # decodes as nothing
-    dec = plt.load(consts_ref.at[0, o], mask=run, other=0)
+    run, o, a, valid = head
+    if op is None:
+        dec = plt.load(consts_ref.at[0, o], mask=run, other=0)
+    else:
+        o = jnp.full_like(o, op)
+        dec = jnp.full_like(o, int(_CONSTS[0, op]))
     kind, pops_t, pushes_t = dec >> 8, (dec >> 4) & 15, dec & 15
     timeout = s.steps >= s.budget
 
@@ -268,7 +339,8 @@ def _fetch(consts_ref, code_ref, mem_ref, lane, lay: vm.Layout, n_i: int, s) -> 
 
 
 def _kernel(lay: vm.Layout, limits: Limits, n_i: int, block: int, inner_steps: int, unroll: int,
-            barrier: bool, outer: str = "for", lazy: bool = False):  # fmt: skip
+            barrier: bool, outer: str = "for", lazy: bool = False,
+            dispatch: bool = False):  # fmt: skip
     """The kernel of one block of lanes.
 
     Equivalent plain Python (``lanes``: this block's lanes):
@@ -298,7 +370,8 @@ def _kernel(lay: vm.Layout, limits: Limits, n_i: int, block: int, inner_steps: i
         def one(regs):
             s = vm.Lane(pid=pid, budget=budget, n_code=n_code, n_funcs=n_funcs, mem=None,
                         **dict(zip(vm._REGS, regs, strict=True)))  # fmt: skip
-            s = _step(consts_ref, code_ref, mem_ref, lane, lay, limits, n_i, s, barrier, lazy)
+            s = _step(consts_ref, code_ref, mem_ref, lane, lay, limits, n_i, s, barrier, lazy,
+                      dispatch)  # fmt: skip
             return tuple(getattr(s, k) for k in vm._REGS)
 
         def steps(_, regs):
@@ -387,13 +460,18 @@ def advance_lanes(
     outer: str = "for",
     chunks=None,
     lazy: bool = True,
+    dispatch: bool | None = None,
 ) -> vm.Packed:
     """Run every lane of ``lanes`` (vm.Packed with a leading lane axis L) until it stops,
     or for at most ``chunks`` (Int32 scalar, may be traced) loops of ``inner_steps`` steps,
     in one pallas_call; returns the lanes as vm's loop would leave them. ``lazy``: the
-    binary operators behind a branch (``_step``)."""
+    binary operators behind a branch (``_step``); ``dispatch``: a copy of the step per
+    opcode for blocks whose running lanes share one (``_step``; None: ``DISPATCH``, read
+    when traced)."""
     if interpret is None:
         interpret = _interpret_here()
+    if dispatch is None:
+        dispatch = DISPATCH
     lay = vm.layout(limits)
     n = lanes.pid.shape[0]
     bl = _block_size(n, block)
@@ -414,12 +492,23 @@ def advance_lanes(
         stopped = stopped.at[vm._STATUS].set(Code.INVALID_BYTECODE)
         regs = jnp.concatenate([regs, stopped], axis=1)
         mem = jnp.pad(mem, ((0, 0), (0, 0), (0, pad)))
-    consts = jnp.asarray(_consts())
+    consts = jnp.asarray(_CONSTS)
     n_regs = len(vm._REGS)
     if num_warps is None:
         num_warps = max(1, min(4, bl // 32))
     regs, mem = pl.pallas_call(
-        _kernel(lay, limits, n_i, bl, inner_steps, unroll, barrier and not interpret, outer, lazy),
+        _kernel(
+            lay,
+            limits,
+            n_i,
+            bl,
+            inner_steps,
+            unroll,
+            barrier and not interpret,
+            outer,
+            lazy,
+            dispatch,
+        ),
         grid=(n_pad // bl,),
         in_specs=[
             pl.BlockSpec(consts.shape, lambda i: (0, 0)),
@@ -476,6 +565,7 @@ def run_lanes(
         "barrier",
         "outer",
         "lazy",
+        "dispatch",
     ),
 )
 def run_batch(
@@ -492,6 +582,7 @@ def run_batch(
     barrier: bool = True,
     outer: str = "for",
     lazy: bool = True,
+    dispatch: bool | None = None,
 ) -> isa.RunResult:
     """``vm.run_batch`` on this backend, with the kernel's knobs: ``block`` lanes per
     program instance (a power of two), Triton's ``num_warps`` (default block // 32, at
@@ -500,34 +591,41 @@ def run_batch(
     fixed-count inner loop: "for" (default) counted loops of guarded iterations, "while"
     a while loop until the block's lanes stop (the same results; Triton on jax 0.11.2
     crashes compiling it for an H100: bench/pallas_bisect.py), "once" a single inner
-    loop, for bisection only), ``lazy`` (the binary operators behind a branch: ``_step``)."""
+    loop, for bisection only), ``lazy`` (the binary operators behind a branch: ``_step``),
+    ``dispatch`` (a copy of the step per opcode, taken when a block's running lanes share
+    one: ``_step``)."""
     t = vm._tables(program)
     pid = jnp.arange(t.code.shape[0], dtype=jnp.int32)
     return run_lanes(t, pid, as_i32(entry), as_i32(args), as_i32(budget), limits, inner_steps,
                      unroll, block=block, num_warps=num_warps, interpret=interpret,
-                     barrier=barrier, outer=outer, lazy=lazy)  # fmt: skip
+                     barrier=barrier, outer=outer, lazy=lazy, dispatch=dispatch)  # fmt: skip
 
 
 @functools.partial(
     jax.jit,
-    static_argnames=("limits", "inner_steps", "unroll", "block", "num_warps", "interpret"),
+    static_argnames=("limits", "inner_steps", "unroll", "block", "num_warps", "interpret",
+                     "dispatch"),
     donate_argnames=("lanes",),
-)
-def _advance(t, lanes, chunks, limits, inner_steps, unroll, block, num_warps, interpret):
+)  # fmt: skip
+def _advance(t, lanes, chunks, limits, inner_steps, unroll, block, num_warps, interpret,
+             dispatch):  # fmt: skip
     return advance_lanes(t, lanes, limits, inner_steps, unroll, block=block,
-                         num_warps=num_warps, interpret=interpret, chunks=chunks)  # fmt: skip
+                         num_warps=num_warps, interpret=interpret, chunks=chunks,
+                         dispatch=dispatch)  # fmt: skip
 
 
 def advance(state: vm.State, limits: Limits = DEFAULT, steps: int | None = None, *,
             inner_steps: int = 16, unroll: int = 1, block: int = BLOCK,
-            num_warps: int | None = None, interpret: bool | None = None) -> vm.State:  # fmt: skip
+            num_warps: int | None = None, interpret: bool | None = None,
+            dispatch: bool | None = None) -> vm.State:  # fmt: skip
     """``vm.advance`` on this backend: every running lane makes at most ``steps`` more
     steps (None: until it stops), in one kernel launch; the same chunking of ``steps``
     into loops of ``inner_steps`` as ``vm.advance``, so the same final states (stopped
     lanes never change). ``steps`` is traced: changing it does not recompile."""
     inner_steps, chunks = vm.slice_chunks(steps, inner_steps)
+    dispatch = DISPATCH if dispatch is None else dispatch
     lanes = _advance(state.tables, state.lanes, chunks, limits, inner_steps, unroll,
-                     block, num_warps, interpret)  # fmt: skip
+                     block, num_warps, interpret, dispatch)  # fmt: skip
     return vm.State(state.tables, lanes)
 
 

@@ -1,0 +1,219 @@
+"""The Pallas VM's step specialized per opcode (``vm_pallas._step``'s ``dispatch``), on a
+GPU: is it right, and what does it change? One process, both settings alternating.
+
+1. Checks, ``dispatch=True`` against the XLA VM (the whole final state, vm.Packed: every
+   register and memory word of every lane): bench/pallas_probe.py's hostile batch (2,112
+   lanes of random bytecode with garbage and hostile programs, random budgets) laid out
+   three ways: as it comes (blocks of mixed lanes: mostly the general step); each lane
+   alone in its block beside lanes stopped at the start (``spread``: every step the
+   specialized copy); each lane's program 32 times in a block, half with its own
+   arguments and half with random ones (``lockstep``: specialized while the block agrees,
+   the general step once it diverges). Plus the hand cases and compiled generated
+   programs through ``vm_pallas.run_batch``.
+2. Timings, both settings in alternating rounds: bench/pallas_probe.py's sum of squares
+   (n = 1000, ~9,000 steps per lane) on one lane, on 65,536 lanes of equal n and of n
+   in [n/2, n]; and the loop's VM stage (``pipeline.run_cases`` as ``evaluate`` calls it)
+   on 65,536 programs of the small and medium corpora with their tests (bytecode from
+   ``compiler.compile_arrays``), verdicts compared. The first call of each setting is
+   its compile.
+
+    PYTHONPATH=. python bench/vm_dispatch_ab.py          # JSON lines; $OUT/vm_dispatch_ab.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+from bench import pallas_probe as pp  # noqa: E402
+from jaxcc import isa, vm, vm_pallas  # noqa: E402
+
+
+def spread(inputs, block=32):
+    """Each lane alone in its block: ``block - 1`` copies beside it whose entry (-1) stops
+    them at the start."""
+    batch, entry, args, budget, limits = inputs
+    n = len(entry)
+    idx = np.repeat(np.arange(n), block)
+    first = np.arange(n * block) % block == 0
+    batch = jax.tree.map(lambda x: np.asarray(x)[idx], batch)
+    return batch, np.where(first, entry[idx], -1).astype(np.int32), args[idx], budget[idx], limits
+
+
+def lockstep(inputs, block=32, seed=5):
+    """Each lane's program ``block`` times in a block: the first half of the copies with
+    the lane's arguments, the second with random ones (so many blocks diverge)."""
+    batch, entry, args, budget, limits = inputs
+    n = len(entry)
+    idx = np.repeat(np.arange(n), block)
+    rng = np.random.default_rng(seed)
+    args2 = np.asarray(args)[idx].copy()
+    other = (np.arange(n * block) % block) >= block // 2
+    args2[other] = rng.integers(-4, 12, args2[other].shape)
+    batch = jax.tree.map(lambda x: np.asarray(x)[idx], batch)
+    return batch, entry[idx], args2.astype(np.int32), budget[idx], limits
+
+
+def check_state(batch, entry, args, budget, limits, **options):
+    want = vm.advance(vm.start(batch, limits, entry, args, budget), limits)
+    start = vm.start(batch, limits, entry, args, budget)
+    adv = jax.jit(vm_pallas.advance_lanes, static_argnames=("limits", "dispatch", "block"))
+    got, first_s = pp.timed(lambda: adv(start.tables, start.lanes, limits=limits, **options))
+    bad = pp.diff_fields(jax.device_get(got), jax.device_get(want.lanes), vm.Packed._fields)
+    status = np.asarray(want.lanes.regs[:, vm._STATUS])
+    vals, counts = np.unique(status, return_counts=True)
+    return dict(equal=not bad, mismatches=bad, lanes=int(status.shape[0]),
+                first_call_s=round(first_s, 2),
+                statuses={int(v): int(c) for v, c in zip(vals, counts, strict=True)})  # fmt: skip
+
+
+def time_sum_squares(lanes, n, varied, dispatch, repeats):
+    prog, entry, args, budget, ns = pp.sum_squares_inputs(lanes, n, varied)
+
+    def fn(p, e, a, b):
+        return vm_pallas.run_batch(p, e, a, b, pp.BENCH_LIMITS, dispatch=dispatch)
+
+    r, first_s = pp.timed(lambda: fn(prog, entry, args, budget))
+    ts = [pp.timed(lambda: fn(prog, entry, args, budget))[1] for _ in range(repeats)]
+    steps = np.asarray(r.steps).astype(np.int64)
+    want = np.array([sum(i * i for i in range(k)) for k in ns], np.int64)
+    ok = np.asarray(r.status) == 0
+    t = statistics.median(ts)
+    return r, dict(first_call_s=round(first_s, 2), time_s=t, times_s=[round(x, 5) for x in ts],
+                   lane_steps_per_s=float(steps.sum() / t),
+                   steps_per_s_slowest_lane=float(steps.max() / t),
+                   results_right=bool(ok.all() and np.array_equal(np.asarray(r.result), want)))  # fmt: skip
+
+
+def loop_vm_inputs(size, b):
+    from bench import baselines, breakdown
+    from bench import corpus as C
+    from jaxcc import compiler, lexer
+
+    lim = C.LIMITS[size]
+    progs = C.generate(0, size, 512)
+    src, length = lexer.encode([q["source"] for q in progs], lim)
+    t = baselines.test_arrays(progs)
+    i = np.arange(b) % src.shape[0]
+    cases = breakdown.cases_of(t["entry"][i], t["args"][i], t["expected"][i])
+    comp = jax.jit(lambda s, n: compiler.compile_arrays(s, n, lim, tiers=False)[:2])
+    program, error = comp(jnp.asarray(src[i]), jnp.asarray(length[i]))
+    return program, error, jax.device_put(cases), lim
+
+
+def ab_sum_squares(pr, a, lanes, varied):
+    """Both settings in ``a.rounds`` alternating rounds; the second's results compared."""
+    res = {}
+
+    def one(d):
+        r, rec = time_sum_squares(lanes, a.n, varied, d, a.repeats)
+        res[d] = r
+        if d and False in res:
+            bad = pp.diff_fields(jax.device_get(r), jax.device_get(res[False]),
+                                 isa.RunResult._fields)  # fmt: skip
+            rec["equal_to_off"] = not bad
+        return rec
+
+    for rnd in range(a.rounds):
+        for d in (False, True):
+            pr.guarded("timings", "sum_squares", lambda d=d: one(d), round=rnd, lanes=lanes,
+                       varied=varied, dispatch=d)  # fmt: skip
+
+
+def ab_loop_vm(pr, a, size):
+    """The loop's VM stage and verdicts (``pipeline.run_cases`` + ``_judge``), both
+    settings compiled ahead of time, then timed in alternating rounds."""
+    from jaxcc import pipeline
+
+    t0 = time.perf_counter()
+    try:
+        program, error, cases, lim = loop_vm_inputs(size, a.batch)
+        jax.block_until_ready((program, error))
+    except Exception as e:  # noqa: BLE001 - recorded, the probe goes on
+        pr.record("timings", dict(name="loop_vm_inputs", size=size, error=repr(e)[:2000]))
+        return
+    pr.record("timings", dict(name="loop_vm_inputs", size=size,
+                              prep_s=round(time.perf_counter() - t0, 1)))  # fmt: skip
+
+    def vm_stage(prog, err, c):
+        return pipeline._judge(prog, err, pipeline.run_cases(prog, err, c, lim, "pallas")[1], c)
+
+    fns, verdicts = {}, {}
+
+    def build(d):
+        # DISPATCH is read when the kernel is traced, and vm.run_tests' own jit caches
+        # its trace: a fresh trace per setting, compiled ahead of time
+        vm_pallas.DISPATCH = d
+        jax.clear_caches()
+        t0 = time.perf_counter()
+        try:
+            fns[d] = jax.jit(vm_stage).lower(program, error, cases).compile()
+        finally:
+            vm_pallas.DISPATCH = False
+        return dict(compile_s=round(time.perf_counter() - t0, 1))
+
+    def one(d):
+        ev, first_s = pp.timed(lambda: fns[d](program, error, cases))
+        ts = [pp.timed(lambda: fns[d](program, error, cases))[1] for _ in range(a.repeats)]
+        verdicts[d] = np.asarray(ev.verdict)
+        rec = dict(first_call_s=round(first_s, 3), ms=round(1e3 * statistics.median(ts), 3),
+                   min_ms=round(1e3 * min(ts), 3), passed=int((verdicts[d] == 0).sum()))  # fmt: skip
+        if len(verdicts) == 2:
+            rec["verdicts_equal"] = bool(np.array_equal(verdicts[False], verdicts[True]))
+        return rec
+
+    for d in (False, True):
+        pr.guarded("timings", "loop_vm_compile", lambda d=d: build(d), size=size, dispatch=d)
+    if len(fns) < 2:
+        return
+    for rnd in range(a.rounds):
+        for d in (False, True):
+            pr.guarded("timings", "loop_vm", lambda d=d: one(d), size=size, batch=a.batch,
+                       round=rnd, dispatch=d)  # fmt: skip
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--lanes", type=int, default=65536)
+    p.add_argument("--n", type=int, default=1000)
+    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--sizes", default="small,medium")
+    p.add_argument("--batch", type=int, default=65536)
+    p.add_argument("--no-check", action="store_true")
+    p.add_argument("--quick", action="store_true", help="a small hostile batch (CPU smoke)")
+    p.add_argument("--budget-s", type=float, default=540.0)
+    a = p.parse_args(argv)
+    out = os.environ.get("OUT")
+    pr = pp.Probe(os.path.join(out, "vm_dispatch_ab.json") if out else None, a.budget_s)
+
+    if not a.no_check:
+        hostile = pp.hostile_inputs(*((24, 8) if a.quick else ()))
+        for name, inp in (("hostile", hostile), ("hostile_spread", spread(hostile)),
+                          ("hostile_lockstep", lockstep(hostile))):  # fmt: skip
+            pr.guarded("checks", name, lambda inp=inp: check_state(*inp, dispatch=True))
+        pr.guarded("checks", "hand_cases",
+                   lambda: pp.check_results(*pp._hand(), dispatch=True))  # fmt: skip
+        pr.guarded("checks", "generated_programs",
+                   lambda: pp.check_results(*pp._generated(4 if a.quick else 40),
+                                            dispatch=True))  # fmt: skip
+
+    for lanes, varied in [(1, False), (a.lanes, False), (a.lanes, True)]:
+        ab_sum_squares(pr, a, lanes, varied)
+    for size in a.sizes.split(","):
+        ab_loop_vm(pr, a, size)
+    vm_pallas.DISPATCH = False
+    print(f"done in {time.perf_counter() - pp.T0:.1f} s", flush=True)
+
+
+if __name__ == "__main__":
+    main()
