@@ -196,6 +196,13 @@ def main(argv=None):
     out = os.environ.get("OUT")
     pr = pp.Probe(os.path.join(out, "vm_dispatch_ab.json") if out else None, a.budget_s)
 
+    sizes = a.sizes.split(",")
+    # the timings of one lane first (the point of the change), the checks after the
+    # first corpus, so that a run cut short by its budget keeps what matters most
+    for lanes, varied in [(1, False), (a.lanes, False), (a.lanes, True)]:
+        ab_sum_squares(pr, a, lanes, varied)
+    if sizes[:1]:
+        ab_loop_vm(pr, a, sizes[0])
     if not a.no_check:
         hostile = pp.hostile_inputs(*((24, 8) if a.quick else ()))
         for name, inp in (("hostile", hostile), ("hostile_spread", spread(hostile)),
@@ -207,9 +214,7 @@ def main(argv=None):
                    lambda: pp.check_results(*pp._generated(4 if a.quick else 40),
                                             dispatch=True))  # fmt: skip
 
-    for lanes, varied in [(1, False), (a.lanes, False), (a.lanes, True)]:
-        ab_sum_squares(pr, a, lanes, varied)
-    for size in a.sizes.split(","):
+    for size in sizes[1:]:
         ab_loop_vm(pr, a, size)
     vm_pallas.DISPATCH = False
     print(f"done in {time.perf_counter() - pp.T0:.1f} s", flush=True)
