@@ -98,6 +98,81 @@ def test_hostile_bytecode_same_final_state(lazy):
     assert {Code.OK, Code.TIMEOUT, Code.INVALID_BYTECODE, Code.UNBOUND_LOCAL} <= set(status)
 
 
+def _one_per_block(batch, entry, args, budget, block=32):
+    """Each lane alone in a block of ``block``: ``block - 1`` copies beside it whose entry
+    (-1) stops them at the start, so the block's running lanes (one) always share an
+    opcode and every step it makes runs its opcode's specialized copy (``dispatch``)."""
+    n = len(entry)
+    idx = np.repeat(np.arange(n), block)
+    first = np.arange(n * block) % block == 0
+    return (jax.tree.map(lambda x: np.asarray(x)[idx], batch),
+            np.where(first, np.asarray(entry)[idx], -1).astype(np.int32),
+            np.asarray(args)[idx], np.asarray(budget)[idx])  # fmt: skip
+
+
+def test_dispatch_same_final_state():
+    """``dispatch=True`` (a copy of the step per opcode, taken when a block's running
+    lanes share one: ``vm_pallas._step``) leaves the XLA VM's whole final state (every
+    register and memory word of every lane) on the hostile batch of
+    test_hostile_bytecode_same_final_state laid out two ways in one call: each lane alone
+    in its block (every step through its opcode's copy, the invalid opcode's included),
+    then each lane's program 32 times in a block, half of the copies with the lane's
+    arguments and half with others (specialized while the block's lanes agree, the
+    general step once they diverge)."""
+    rng = np.random.default_rng(20261124)
+    progs = [_pad_code(prop.random_program(rng), hand.I_PAD) for _ in range(96)]
+    progs += hand.hostile_programs(16, seed=4)
+    entry, args = prop.random_inputs(rng, progs)
+    budget = rng.choice([0, -3, 1, 7, 60, 300, 2**31 - 1], len(progs)).astype(np.int32)
+    batch = hand.stack_programs(progs)
+    spread = _one_per_block(batch, entry, args, budget)
+    idx = np.repeat(np.arange(len(progs)), 32)
+    other = np.arange(len(idx)) % 32 >= 16
+    args2 = np.asarray(args)[idx].copy()
+    args2[other] = rng.integers(-4, 12, args2[other].shape)
+    both = (
+        jax.tree.map(lambda x, y: np.concatenate([x, np.asarray(y)[idx]]), spread[0], batch),
+        np.concatenate([spread[1], np.asarray(entry)[idx]]).astype(np.int32),
+        np.concatenate([spread[2], args2]).astype(np.int32),
+        np.concatenate([spread[3], budget[idx]]).astype(np.int32),
+    )
+    limits = prop.RAND
+    want = vm.advance(vm.start(*both[:1], limits, *both[1:]), limits)
+    start = vm.start(*both[:1], limits, *both[1:])
+    advance = jax.jit(
+        vm_pallas.advance_lanes, static_argnames=("limits", "inner_steps", "block", "dispatch")
+    )
+    got = advance(start.tables, start.lanes, limits=limits, inner_steps=5, block=32,
+                  dispatch=True)  # fmt: skip
+    for f in vm.Packed._fields:
+        g, w = np.asarray(getattr(got, f)), np.asarray(getattr(want.lanes, f))
+        assert g.shape == w.shape and np.array_equal(g, w), f
+    status = np.asarray(want.lanes.regs[:, vm._STATUS])
+    assert Code.RUNNING not in status
+    alone = status[: len(spread[1])][::32]
+    assert {Code.OK, Code.TIMEOUT, Code.INVALID_BYTECODE, Code.UNBOUND_LOCAL} <= set(alone)
+    steps = np.asarray(want.lanes.regs[:, vm._REGS.index("steps")])
+    assert steps[: len(spread[1])][::32].max() > 100  # long runs through the copies
+
+
+def test_dispatch_hand_cases_one_per_block():
+    """The hand cases (every opcode's normal path, every status, every InvalidBytecode
+    cause), each alone in a block so that every step runs its opcode's copy: every
+    RunResult field equal to the XLA VM's."""
+    cases = hand.CASES
+    batch = hand.stack_programs([c[1] for c in cases])
+    entry = np.array([c[2] for c in cases], np.int32)
+    args = np.stack([hand.pad_args(c[3]) for c in cases])
+    budget = np.full(len(cases), hand.SMALL.max_steps, np.int32)
+    batch, entry, args, budget = _one_per_block(batch, entry, args, budget)
+    want = vm.run(batch, hand.SMALL, entry=entry, args=args, budget=budget)
+    got = vm_pallas.run(batch, hand.SMALL, entry=entry, args=args, budget=budget, block=32,
+                        dispatch=True)  # fmt: skip
+    assert_results_equal(got, want)
+    statuses = set(np.asarray(got.status)[::32].tolist())
+    assert {Code.OK, Code.ZERO_DIVISION, Code.OVERFLOW, Code.RECURSION} <= statuses
+
+
 # compiled generated programs: small enough for quick interpret-mode runs
 COMPILE = Limits(max_code=512, max_funcs=8, max_locals=64, max_nodes=4096, max_tokens=4096,
                  max_source_bytes=8192)  # fmt: skip
@@ -168,6 +243,7 @@ def test_lowers_to_triton(triton_modules):
         {},
         {"unroll": 2, "inner_steps": 8, "block": 256, "barrier": False},
         {"lazy": False},
+        {"dispatch": True},
     ):
         text = vm_pallas.lower_triton(batch, hand.SMALL, **options)
         assert text.count("__gpu$xla.gpu.triton") == 1, options
@@ -177,9 +253,11 @@ def test_lowers_to_triton(triton_modules):
         # (bench/pallas_bisect.py); chunks, guarded iterations, the inner steps
         assert ir.count("scf.while") == 0 and ir.count("scf.for") == 3, options
         assert ir.count("gpu.barrier") == (0 if "barrier" in options else 1), options
-        ifs[options.get("lazy")] = ir.count("scf.if")
+        ifs[options.get("lazy", options.get("dispatch"))] = ir.count("scf.if")
     # lazy binary operators by default: a branch more per step than with lazy=False
     assert ifs[None] > ifs[False], ifs
+    # dispatch: a tree of N_OPS branches over the N_OPS + 1 opcodes' copies
+    assert ifs[True] >= ifs[None] + isa.N_OPS, ifs
 
 
 def test_unknown_backend_is_an_error():
