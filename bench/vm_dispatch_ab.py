@@ -1,8 +1,9 @@
 """The Pallas VM's step specialized per opcode (``vm_pallas._step``'s ``dispatch``), on a
-GPU: is it right, and what does it change? One process, both settings alternating.
+GPU: is it right, and what does it change? One process, the settings alternating.
 
-1. Checks, ``dispatch=True`` against the XLA VM (the whole final state, vm.Packed: every
-   register and memory word of every lane): bench/pallas_probe.py's hostile batch (2,112
+1. Checks, ``dispatch`` (``--check``: every opcode or HOT_OPS) against the XLA VM (the
+   whole final state, vm.Packed: every register and memory word of every lane):
+   bench/pallas_probe.py's hostile batch (2,112
    lanes of random bytecode with garbage and hostile programs, random budgets) laid out
    three ways: as it comes (blocks of mixed lanes: mostly the general step); each lane
    alone in its block beside lanes stopped at the start (``spread``: every step the
@@ -10,8 +11,8 @@ GPU: is it right, and what does it change? One process, both settings alternatin
    arguments and half with random ones (``lockstep``: specialized while the block agrees,
    the general step once it diverges). Plus the hand cases and compiled generated
    programs through ``vm_pallas.run_batch``.
-2. Timings, both settings in alternating rounds: bench/pallas_probe.py's sum of squares
-   (n = 1000, ~9,000 steps per lane) on one lane, on 65,536 lanes of equal n and of n
+2. Timings, the settings (``--variants``: off, hot, all) in alternating rounds:
+   bench/pallas_probe.py's sum of squares (n = 1000, ~9,000 steps per lane) on one lane, on 65,536 lanes of equal n and of n
    in [n/2, n]; and the loop's VM stage (``pipeline.run_cases`` as ``evaluate`` calls it)
    on 65,536 programs of the small and medium corpora with their tests (bytecode from
    ``compiler.compile_arrays``), verdicts compared. The first call of each setting is
@@ -110,26 +111,30 @@ def loop_vm_inputs(size, b):
     return program, error, jax.device_put(cases), lim
 
 
-def ab_sum_squares(pr, a, lanes, varied):
+VARIANTS = {"off": False, "hot": vm_pallas.HOT_OPS, "all": True}
+
+
+def ab_sum_squares(pr, a, lanes, varied, names):
     """Both settings in ``a.rounds`` alternating rounds; the second's results compared."""
     res = {}
 
     def one(d):
         r, rec = time_sum_squares(lanes, a.n, varied, d, a.repeats)
         res[d] = r
-        if d and False in res:
+        if d is not False and False in res:
             bad = pp.diff_fields(jax.device_get(r), jax.device_get(res[False]),
                                  isa.RunResult._fields)  # fmt: skip
             rec["equal_to_off"] = not bad
         return rec
 
     for rnd in range(a.rounds):
-        for d in (False, True):
+        for name in names:
+            d = VARIANTS[name]
             pr.guarded("timings", "sum_squares", lambda d=d: one(d), round=rnd, lanes=lanes,
-                       varied=varied, dispatch=d)  # fmt: skip
+                       varied=varied, dispatch=name)  # fmt: skip
 
 
-def ab_loop_vm(pr, a, size):
+def ab_loop_vm(pr, a, size, names):
     """The loop's VM stage and verdicts (``pipeline.run_cases`` + ``_judge``), both
     settings compiled ahead of time, then timed in alternating rounds."""
     from jaxcc import pipeline
@@ -167,18 +172,20 @@ def ab_loop_vm(pr, a, size):
         verdicts[d] = np.asarray(ev.verdict)
         rec = dict(first_call_s=round(first_s, 3), ms=round(1e3 * statistics.median(ts), 3),
                    min_ms=round(1e3 * min(ts), 3), passed=int((verdicts[d] == 0).sum()))  # fmt: skip
-        if len(verdicts) == 2:
-            rec["verdicts_equal"] = bool(np.array_equal(verdicts[False], verdicts[True]))
+        if d is not False and False in verdicts:
+            rec["verdicts_equal"] = bool(np.array_equal(verdicts[False], verdicts[d]))
         return rec
 
-    for d in (False, True):
-        pr.guarded("timings", "loop_vm_compile", lambda d=d: build(d), size=size, dispatch=d)
-    if len(fns) < 2:
+    for name in names:
+        d = VARIANTS[name]
+        pr.guarded("timings", "loop_vm_compile", lambda d=d: build(d), size=size, dispatch=name)
+    if len(fns) < len(names):
         return
     for rnd in range(a.rounds):
-        for d in (False, True):
+        for name in names:
+            d = VARIANTS[name]
             pr.guarded("timings", "loop_vm", lambda d=d: one(d), size=size, batch=a.batch,
-                       round=rnd, dispatch=d)  # fmt: skip
+                       round=rnd, dispatch=name)  # fmt: skip
 
 
 def main(argv=None):
@@ -192,6 +199,13 @@ def main(argv=None):
     p.add_argument("--no-check", action="store_true")
     p.add_argument("--quick", action="store_true", help="a small hostile batch (CPU smoke)")
     p.add_argument("--budget-s", type=float, default=540.0)
+    p.add_argument(
+        "--variants",
+        default="off,hot,all",
+        help="settings to time: off, hot (HOT_OPS), all (every opcode)",
+    )
+    p.add_argument("--one-lane", default=None, help="settings for one lane (default: --variants)")
+    p.add_argument("--check", default="all", help="the setting the checks run (hot or all)")
     a = p.parse_args(argv)
     out = os.environ.get("OUT")
     pr = pp.Probe(os.path.join(out, "vm_dispatch_ab.json") if out else None, a.budget_s)
@@ -199,23 +213,28 @@ def main(argv=None):
     sizes = a.sizes.split(",")
     # the timings of one lane first (the point of the change), the checks after the
     # first corpus, so that a run cut short by its budget keeps what matters most
+    names = a.variants.split(",")
+    one_lane = (a.one_lane or a.variants).split(",")
     for lanes, varied in [(1, False), (a.lanes, False), (a.lanes, True)]:
-        ab_sum_squares(pr, a, lanes, varied)
+        ab_sum_squares(pr, a, lanes, varied, one_lane if lanes == 1 else names)
     if sizes[:1]:
-        ab_loop_vm(pr, a, sizes[0])
+        ab_loop_vm(pr, a, sizes[0], names)
+    check = VARIANTS[a.check]
     if not a.no_check:
         hostile = pp.hostile_inputs(*((24, 8) if a.quick else ()))
         for name, inp in (("hostile", hostile), ("hostile_spread", spread(hostile)),
                           ("hostile_lockstep", lockstep(hostile))):  # fmt: skip
-            pr.guarded("checks", name, lambda inp=inp: check_state(*inp, dispatch=True))
+            pr.guarded("checks", name, lambda inp=inp: check_state(*inp, dispatch=check),
+                       dispatch=a.check)  # fmt: skip
         pr.guarded("checks", "hand_cases",
-                   lambda: pp.check_results(*pp._hand(), dispatch=True))  # fmt: skip
+                   lambda: pp.check_results(*pp._hand(), dispatch=check),
+                   dispatch=a.check)  # fmt: skip
         pr.guarded("checks", "generated_programs",
                    lambda: pp.check_results(*pp._generated(4 if a.quick else 40),
-                                            dispatch=True))  # fmt: skip
+                                            dispatch=check), dispatch=a.check)  # fmt: skip
 
     for size in sizes[1:]:
-        ab_loop_vm(pr, a, size)
+        ab_loop_vm(pr, a, size, names)
     vm_pallas.DISPATCH = False
     print(f"done in {time.perf_counter() - pp.T0:.1f} s", flush=True)
 

@@ -73,6 +73,13 @@ from jaxcc.limits import DEFAULT, Limits
 
 BLOCK = 128  # lanes per program instance (one thread per lane at 4 warps)
 DISPATCH = False  # the step specialized per opcode where a block's lanes share one (_step)
+# The twelve opcodes that the corpora's programs execute most (bench/opcode_mix.py: 86% of
+# the instructions run by the small and medium corpora's tests), for ``dispatch=HOT_OPS``:
+# a copy of the step each costs the kernel's compile about 0.7 s on an H100 (docs/vm.md).
+HOT_OPS = tuple(int(op) for op in (
+    Op.LOAD_VAR, Op.LOAD_CONST, Op.STORE_VAR, Op.JUMP, Op.MOD, Op.FOR_RANGE, Op.ADD,
+    Op.JUMP_IF_FALSE, Op.NEG, Op.MUL, Op.RETURN_VALUE, Op.LT,
+))  # fmt: skip
 CHUNK = 256  # outer iterations per guarded chunk (outer="for")
 
 # the constant table: row 0 the decode row of opcode o (o = N_OPS: invalid, decodes as
@@ -129,25 +136,34 @@ def _contiguous(ops) -> bool:
 
 
 def _step(consts_ref, code_ref, mem_ref, lane, lay: vm.Layout, limits: Limits, n_i: int, s,
-          barrier: bool = False, lazy: bool = False, dispatch: bool = False):  # fmt: skip
+          barrier: bool = False, lazy: bool = False, dispatch=False):  # fmt: skip
     """One step of a block of lanes (every field of ``s`` an Int32[block]); returns the
     lane after it and stores its (at most two) pairs: ``_op_step`` on the block's lanes.
 
-    ``dispatch``: when every running lane of the block is at the same opcode (one lane
-    alone always; lanes of one program in lockstep often), run a copy of the step
-    specialized to that opcode, chosen by a tree of branches on it (``_by_opcode``);
-    otherwise the general step. The opcode is then a constant in its copy, so Triton and
-    LLVM fold away every other opcode's selects, checks and loads: a step runs the
-    instructions of its own opcode, not of all of them. Every lane's result is the
-    general step's (a specialized copy reads the opcode where the general one does, and
-    a lane that is not running changes nothing in either)."""
+    ``dispatch`` (False, True: every opcode, or a tuple of opcodes): when every running
+    lane of the block is at the same opcode (one lane alone always; lanes of one program
+    in lockstep often) and it is one of these, run a copy of the step specialized to it,
+    chosen by a tree of branches on it (``_by_opcode``); otherwise the general step. The
+    opcode is then a constant in its copy, so Triton and LLVM fold away every other
+    opcode's selects, checks and loads: a step runs the instructions of its own opcode,
+    not of all of them. Every lane's result is the general step's (a specialized copy
+    reads the opcode where the general one does, and a lane that is not running changes
+    nothing in either)."""
     head = _head(code_ref, n_i, s)
-    if not dispatch:
+    ops = _dispatch_ops(dispatch)
+    if not ops:
         return _op_step(consts_ref, code_ref, mem_ref, lane, lay, limits, n_i, s, head,
                         barrier, lazy)  # fmt: skip
     run, o = head[0], head[1]
     lo = jnp.min(jnp.where(run, o, _N_OPS + 1))
     hi = jnp.max(jnp.where(run, o, -1))
+    go = lo == hi  # false when no lane runs (lo > hi)
+    if len(ops) < _N_OPS + 1:  # and the opcode is one with a copy: a bit of a constant
+        words = [sum(1 << (op - 32 * w) for op in ops if op // 32 == w) for w in range(2)]
+        words = [np.int32(np.uint32(m).view(np.int32)) for m in words]
+        sh = jnp.clip(lo, 0, 63)
+        word = jnp.where(sh < 32, words[0], words[1])
+        go = go & (((word >> (sh & 31)) & 1) == 1)
 
     def general():
         return _op_step(consts_ref, code_ref, mem_ref, lane, lay, limits, n_i, s, head,
@@ -157,20 +173,33 @@ def _step(consts_ref, code_ref, mem_ref, lane, lay: vm.Layout, limits: Limits, n
         return lambda: _op_step(consts_ref, code_ref, mem_ref, lane, lay, limits, n_i, s,
                                 head, False, lazy, op)  # fmt: skip
 
-    out = lax.cond(lo == hi, lambda: _by_opcode(lo, 0, _N_OPS + 1, one_op), general)
+    out = lax.cond(go, lambda: _by_opcode(lo, ops, one_op), general)
     if barrier:
         plt.debug_barrier()  # as in _op_step: the next step's loads see these stores
     return out
 
 
-def _by_opcode(key, lo: int, hi: int, branch):
-    """``branch(key)()`` for a scalar ``key`` in [lo, hi): a balanced tree of two-way
-    branches (Pallas' Triton lowering makes an n-way switch a chain of n ifs)."""
-    if hi - lo == 1:
-        return branch(lo)()
-    mid = (lo + hi) // 2
-    return lax.cond(key < mid, lambda: _by_opcode(key, lo, mid, branch),
-                    lambda: _by_opcode(key, mid, hi, branch))  # fmt: skip
+def _dispatch_ops(dispatch) -> tuple[int, ...]:
+    """The opcodes that get a copy of the step: none (False), every one and the invalid
+    one (True), or the given ones (sorted)."""
+    if dispatch is True:
+        return tuple(range(_N_OPS + 1))
+    if not dispatch:
+        return ()
+    ops = tuple(sorted({int(op) for op in dispatch}))
+    if ops[0] < 0 or ops[-1] > _N_OPS:
+        raise ValueError(f"dispatch: opcodes outside [0, {_N_OPS}]: {ops}")
+    return ops
+
+
+def _by_opcode(key, ops: tuple[int, ...], branch):
+    """``branch(key)()`` for a scalar ``key`` in the sorted ``ops``: a balanced tree of
+    two-way branches (Pallas' Triton lowering makes an n-way switch a chain of n ifs)."""
+    if len(ops) == 1:
+        return branch(ops[0])()
+    mid = len(ops) // 2
+    return lax.cond(key < ops[mid], lambda: _by_opcode(key, ops[:mid], branch),
+                    lambda: _by_opcode(key, ops[mid:], branch))  # fmt: skip
 
 
 def _head(code_ref, n_i: int, s):
@@ -340,7 +369,7 @@ def _fetch(consts_ref, code_ref, mem_ref, lane, lay: vm.Layout, n_i: int, s, hea
 
 def _kernel(lay: vm.Layout, limits: Limits, n_i: int, block: int, inner_steps: int, unroll: int,
             barrier: bool, outer: str = "for", lazy: bool = False,
-            dispatch: bool = False):  # fmt: skip
+            dispatch=False):  # fmt: skip
     """The kernel of one block of lanes.
 
     Equivalent plain Python (``lanes``: this block's lanes):
@@ -460,7 +489,7 @@ def advance_lanes(
     outer: str = "for",
     chunks=None,
     lazy: bool = True,
-    dispatch: bool | None = None,
+    dispatch: bool | tuple[int, ...] | None = None,
 ) -> vm.Packed:
     """Run every lane of ``lanes`` (vm.Packed with a leading lane axis L) until it stops,
     or for at most ``chunks`` (Int32 scalar, may be traced) loops of ``inner_steps`` steps,
@@ -582,7 +611,7 @@ def run_batch(
     barrier: bool = True,
     outer: str = "for",
     lazy: bool = True,
-    dispatch: bool | None = None,
+    dispatch: bool | tuple[int, ...] | None = None,
 ) -> isa.RunResult:
     """``vm.run_batch`` on this backend, with the kernel's knobs: ``block`` lanes per
     program instance (a power of two), Triton's ``num_warps`` (default block // 32, at
@@ -617,7 +646,7 @@ def _advance(t, lanes, chunks, limits, inner_steps, unroll, block, num_warps, in
 def advance(state: vm.State, limits: Limits = DEFAULT, steps: int | None = None, *,
             inner_steps: int = 16, unroll: int = 1, block: int = BLOCK,
             num_warps: int | None = None, interpret: bool | None = None,
-            dispatch: bool | None = None) -> vm.State:  # fmt: skip
+            dispatch: bool | tuple[int, ...] | None = None) -> vm.State:  # fmt: skip
     """``vm.advance`` on this backend: every running lane makes at most ``steps`` more
     steps (None: until it stops), in one kernel launch; the same chunking of ``steps``
     into loops of ``inner_steps`` as ``vm.advance``, so the same final states (stopped

@@ -110,7 +110,8 @@ def _one_per_block(batch, entry, args, budget, block=32):
             np.asarray(args)[idx], np.asarray(budget)[idx])  # fmt: skip
 
 
-def test_dispatch_same_final_state():
+@pytest.mark.parametrize("dispatch", [True, vm_pallas.HOT_OPS], ids=["all", "hot"])
+def test_dispatch_same_final_state(dispatch):
     """``dispatch=True`` (a copy of the step per opcode, taken when a block's running
     lanes share one: ``vm_pallas._step``) leaves the XLA VM's whole final state (every
     register and memory word of every lane) on the hostile batch of
@@ -118,7 +119,8 @@ def test_dispatch_same_final_state():
     in its block (every step through its opcode's copy, the invalid opcode's included),
     then each lane's program 32 times in a block, half of the copies with the lane's
     arguments and half with others (specialized while the block's lanes agree, the
-    general step once they diverge)."""
+    general step once they diverge). With copies for every opcode and for HOT_OPS only
+    (the others through the general step even when the block agrees)."""
     rng = np.random.default_rng(20261124)
     progs = [_pad_code(prop.random_program(rng), hand.I_PAD) for _ in range(96)]
     progs += hand.hostile_programs(16, seed=4)
@@ -143,7 +145,7 @@ def test_dispatch_same_final_state():
         vm_pallas.advance_lanes, static_argnames=("limits", "inner_steps", "block", "dispatch")
     )
     got = advance(start.tables, start.lanes, limits=limits, inner_steps=5, block=32,
-                  dispatch=True)  # fmt: skip
+                  dispatch=dispatch)  # fmt: skip
     for f in vm.Packed._fields:
         g, w = np.asarray(getattr(got, f)), np.asarray(getattr(want.lanes, f))
         assert g.shape == w.shape and np.array_equal(g, w), f
@@ -258,6 +260,12 @@ def test_lowers_to_triton(triton_modules):
     assert ifs[None] > ifs[False], ifs
     # dispatch: a tree of N_OPS branches over the N_OPS + 1 opcodes' copies
     assert ifs[True] >= ifs[None] + isa.N_OPS, ifs
+
+
+def test_dispatch_opcodes_out_of_range_are_an_error():
+    batch = hand.stack_programs([hand.sum_squares_program()])
+    with pytest.raises(ValueError, match="dispatch"):
+        vm_pallas.run(batch, hand.SMALL, dispatch=(3, isa.N_OPS + 1))
 
 
 def test_unknown_backend_is_an_error():
