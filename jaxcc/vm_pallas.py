@@ -35,6 +35,11 @@ Design (why it looks like this):
 * The binary operators are computed behind a branch taken only when a running lane of
   the block executes one (``_step``'s ``lazy``): a step's time is mostly its
   instruction count, and they are a quarter of it.
+* Where every running lane of a block is at one of ``HOT_OPS`` (one lane alone always
+  is; lanes of one program in lockstep often are), the step is a copy specialized to
+  that opcode, picked by a tree of branches (``_step``'s ``dispatch``): the opcode is a
+  constant there, so Triton folds away every other opcode's work. A block whose lanes
+  disagree takes the general step.
 * Loads a step does not need are masked off (a stopped lane loads nothing; the frame
   record only for RETURN_VALUE/LOAD_VAR2, the function row only for CALL/RETURN_VALUE,
   the slot only for SLOT/SLOT2/DEPTH instructions, the third operand only for
@@ -72,14 +77,16 @@ from jaxcc.isa import ArgKind, Op
 from jaxcc.limits import DEFAULT, Limits
 
 BLOCK = 128  # lanes per program instance (one thread per lane at 4 warps)
-DISPATCH = False  # the step specialized per opcode where a block's lanes share one (_step)
 # The twelve opcodes that the corpora's programs execute most (bench/opcode_mix.py: 86% of
-# the instructions run by the small and medium corpora's tests), for ``dispatch=HOT_OPS``:
-# a copy of the step each costs the kernel's compile about 0.7 s on an H100 (docs/vm.md).
+# the instructions run by the small and medium corpora's tests): each gets a copy of the
+# step specialized to it (``_step``'s dispatch). On an H100 this made one lane 2.4x
+# faster and 65,536 lanes 1.7x, for 4.5 s more of the kernel's compile; a copy for every
+# opcode (``dispatch=True``) was no faster and took 35 s more (docs/vm.md).
 HOT_OPS = tuple(int(op) for op in (
     Op.LOAD_VAR, Op.LOAD_CONST, Op.STORE_VAR, Op.JUMP, Op.MOD, Op.FOR_RANGE, Op.ADD,
     Op.JUMP_IF_FALSE, Op.NEG, Op.MUL, Op.RETURN_VALUE, Op.LT,
 ))  # fmt: skip
+DISPATCH = HOT_OPS  # the default of ``dispatch`` (read when the kernel is traced)
 CHUNK = 256  # outer iterations per guarded chunk (outer="for")
 
 # the constant table: row 0 the decode row of opcode o (o = N_OPS: invalid, decodes as

@@ -68,14 +68,14 @@ def _pad_code(p: isa.Program, n: int) -> isa.Program:
     return isa.Program(**d)
 
 
-@pytest.mark.parametrize("lazy", [True, False])
-def test_hostile_bytecode_same_final_state(lazy):
+@pytest.mark.parametrize("lazy,dispatch", [(True, None), (False, False)])
+def test_hostile_bytecode_same_final_state(lazy, dispatch):
     """Random plausible bytecode with garbage opcodes, arguments, tables and sizes, random
     entries, arguments and budgets (0, negative, small, huge), beside infinite loops,
     unbounded recursion, output spam and unbound reads: the kernel's final lanes (every
     register, every memory word of every lane) equal the XLA VM's. Blocks of 32 lanes
     (112 lanes: the last block is padded), 5 steps per inner loop; the binary operators
-    lazy (the default: ``vm_pallas._step``) and not."""
+    lazy with the default dispatch (``vm_pallas._step``), and neither."""
     rng = np.random.default_rng(20261124)
     progs = [_pad_code(prop.random_program(rng), hand.I_PAD) for _ in range(96)]
     progs += hand.hostile_programs(16, seed=4)
@@ -86,9 +86,11 @@ def test_hostile_bytecode_same_final_state(lazy):
     want = vm.advance(vm.start(batch, limits, entry, args, budget), limits)
     start = vm.start(batch, limits, entry, args, budget)
     advance = jax.jit(
-        vm_pallas.advance_lanes, static_argnames=("limits", "inner_steps", "block", "lazy")
+        vm_pallas.advance_lanes,
+        static_argnames=("limits", "inner_steps", "block", "lazy", "dispatch"),
     )
-    got = advance(start.tables, start.lanes, limits=limits, inner_steps=5, block=32, lazy=lazy)
+    got = advance(start.tables, start.lanes, limits=limits, inner_steps=5, block=32, lazy=lazy,
+                  dispatch=dispatch)  # fmt: skip
     for f in vm.Packed._fields:
         g, w = np.asarray(getattr(got, f)), np.asarray(getattr(want.lanes, f))
         assert g.shape == w.shape and np.array_equal(g, w), f
@@ -241,11 +243,12 @@ def test_lowers_to_triton(triton_modules):
     modules = triton_modules
     batch = hand.stack_programs([hand.sum_squares_program()] * 3)
     ifs = {}
-    for options in (
-        {},
-        {"unroll": 2, "inner_steps": 8, "block": 256, "barrier": False},
-        {"lazy": False},
-        {"dispatch": True},
+    for name, options in (
+        ("default", {}),
+        ("unrolled", {"unroll": 2, "inner_steps": 8, "block": 256, "barrier": False}),
+        ("eager", {"lazy": False, "dispatch": False}),
+        ("general", {"dispatch": False}),
+        ("all", {"dispatch": True}),
     ):
         text = vm_pallas.lower_triton(batch, hand.SMALL, **options)
         assert text.count("__gpu$xla.gpu.triton") == 1, options
@@ -255,11 +258,13 @@ def test_lowers_to_triton(triton_modules):
         # (bench/pallas_bisect.py); chunks, guarded iterations, the inner steps
         assert ir.count("scf.while") == 0 and ir.count("scf.for") == 3, options
         assert ir.count("gpu.barrier") == (0 if "barrier" in options else 1), options
-        ifs[options.get("lazy", options.get("dispatch"))] = ir.count("scf.if")
-    # lazy binary operators by default: a branch more per step than with lazy=False
-    assert ifs[None] > ifs[False], ifs
-    # dispatch: a tree of N_OPS branches over the N_OPS + 1 opcodes' copies
-    assert ifs[True] >= ifs[None] + isa.N_OPS, ifs
+        ifs[name] = ir.count("scf.if")
+    # lazy binary operators: a branch more per step than without
+    assert ifs["general"] > ifs["eager"], ifs
+    # dispatch: a tree of len(ops) - 1 branches over the copies, and the test for it
+    hot = len(vm_pallas.HOT_OPS)
+    assert ifs["default"] >= ifs["general"] + hot, ifs
+    assert ifs["all"] >= ifs["general"] + isa.N_OPS, ifs
 
 
 def test_dispatch_opcodes_out_of_range_are_an_error():
