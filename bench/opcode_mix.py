@@ -21,7 +21,8 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 
-def mix(size: str, n: int) -> collections.Counter:
+def mix(size: str, n: int) -> tuple[collections.Counter, int]:
+    """(opcode -> instructions started, the interpreter's own step count summed)."""
     import jax
     import numpy as np
 
@@ -33,7 +34,7 @@ def mix(size: str, n: int) -> collections.Counter:
     lim = C.LIMITS[size]
     prog = jax.tree.map(np.asarray, compiler.compile_many([p["source"] for p in progs], lim)[0])
     t = baselines.test_arrays(progs)
-    count = collections.Counter()
+    count, steps = collections.Counter(), 0
 
     def trace(fn, pc, op, arg, operands):
         count[op] += 1
@@ -41,8 +42,9 @@ def mix(size: str, n: int) -> collections.Counter:
     for b in range(len(progs)):
         one = jax.tree.map(lambda x, b=b: x[b], prog)
         for k in range(t["args"].shape[1]):
-            interp.run_program(one, lim, int(t["entry"][b]), list(t["args"][b, k]), trace)
-    return count
+            r = interp.run_program(one, lim, int(t["entry"][b]), list(t["args"][b, k]), trace)
+            steps += int(r.steps)
+    return count, steps
 
 
 def main(argv=None) -> int:
@@ -54,7 +56,7 @@ def main(argv=None) -> int:
     a = p.parse_args(argv)
     total = collections.Counter()
     for size in a.sizes.split(","):
-        c = mix(size, a.n)
+        c, _ = mix(size, a.n)
         total.update(c)
         n = sum(c.values())
         print(f"{size}: {n} instructions")
