@@ -36,7 +36,7 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from bench import pallas_probe as pp  # noqa: E402
-from jaxcc import isa, vm, vm_pallas  # noqa: E402
+from jaxcc import isa, vm_pallas  # noqa: E402
 
 
 def spread(inputs, block=32):
@@ -64,37 +64,6 @@ def lockstep(inputs, block=32, seed=5):
     return batch, entry[idx], args2.astype(np.int32), budget[idx], limits
 
 
-def check_state(batch, entry, args, budget, limits, **options):
-    want = vm.advance(vm.start(batch, limits, entry, args, budget), limits)
-    start = vm.start(batch, limits, entry, args, budget)
-    adv = jax.jit(vm_pallas.advance_lanes, static_argnames=("limits", "dispatch", "block"))
-    got, first_s = pp.timed(lambda: adv(start.tables, start.lanes, limits=limits, **options))
-    bad = pp.diff_fields(jax.device_get(got), jax.device_get(want.lanes), vm.Packed._fields)
-    status = np.asarray(want.lanes.regs[:, vm._STATUS])
-    vals, counts = np.unique(status, return_counts=True)
-    return dict(equal=not bad, mismatches=bad, lanes=int(status.shape[0]),
-                first_call_s=round(first_s, 2),
-                statuses={int(v): int(c) for v, c in zip(vals, counts, strict=True)})  # fmt: skip
-
-
-def time_sum_squares(lanes, n, varied, dispatch, repeats):
-    prog, entry, args, budget, ns = pp.sum_squares_inputs(lanes, n, varied)
-
-    def fn(p, e, a, b):
-        return vm_pallas.run_batch(p, e, a, b, pp.BENCH_LIMITS, dispatch=dispatch)
-
-    r, first_s = pp.timed(lambda: fn(prog, entry, args, budget))
-    ts = [pp.timed(lambda: fn(prog, entry, args, budget))[1] for _ in range(repeats)]
-    steps = np.asarray(r.steps).astype(np.int64)
-    want = np.array([sum(i * i for i in range(k)) for k in ns], np.int64)
-    ok = np.asarray(r.status) == 0
-    t = statistics.median(ts)
-    return r, dict(first_call_s=round(first_s, 2), time_s=t, times_s=[round(x, 5) for x in ts],
-                   lane_steps_per_s=float(steps.sum() / t),
-                   steps_per_s_slowest_lane=float(steps.max() / t),
-                   results_right=bool(ok.all() and np.array_equal(np.asarray(r.result), want)))  # fmt: skip
-
-
 def loop_vm_inputs(size, b):
     from bench import baselines, breakdown
     from bench import corpus as C
@@ -119,7 +88,7 @@ def ab_sum_squares(pr, a, lanes, varied, names):
     res = {}
 
     def one(d):
-        r, rec = time_sum_squares(lanes, a.n, varied, d, a.repeats)
+        rec, r = pp.time_one("pallas", lanes, a.n, varied, a.repeats, 16, dispatch=d)
         res[d] = r
         if d is not False and False in res:
             bad = pp.diff_fields(jax.device_get(r), jax.device_get(res[False]),
@@ -224,7 +193,7 @@ def main(argv=None):
         hostile = pp.hostile_inputs(*((24, 8) if a.quick else ()))
         for name, inp in (("hostile", hostile), ("hostile_spread", spread(hostile)),
                           ("hostile_lockstep", lockstep(hostile))):  # fmt: skip
-            pr.guarded("checks", name, lambda inp=inp: check_state(*inp, dispatch=check),
+            pr.guarded("checks", name, lambda inp=inp: pp.check_state(*inp, dispatch=check),
                        dispatch=a.check)  # fmt: skip
         pr.guarded("checks", "hand_cases",
                    lambda: pp.check_results(*pp._hand(), dispatch=check),

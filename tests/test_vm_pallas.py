@@ -68,6 +68,25 @@ def _pad_code(p: isa.Program, n: int) -> isa.Program:
     return isa.Program(**d)
 
 
+def _hostile_batch():
+    """(rng, batch, entry, args, budget): 96 random plausible programs with garbage and 16
+    hostile ones (tests/test_vm.py), random entries, arguments and budgets; ``rng`` as
+    left after drawing them."""
+    rng = np.random.default_rng(20261124)
+    progs = [_pad_code(prop.random_program(rng), hand.I_PAD) for _ in range(96)]
+    progs += hand.hostile_programs(16, seed=4)
+    entry, args = prop.random_inputs(rng, progs)
+    budget = rng.choice([0, -3, 1, 7, 60, 300, 2**31 - 1], len(progs)).astype(np.int32)
+    return rng, hand.stack_programs(progs), entry, args, budget
+
+
+def assert_lanes_equal(got: vm.Packed, want: vm.Packed):
+    """Every register and memory word of every lane."""
+    for f in vm.Packed._fields:
+        g, w = np.asarray(getattr(got, f)), np.asarray(getattr(want, f))
+        assert g.shape == w.shape and np.array_equal(g, w), f
+
+
 @pytest.mark.parametrize("lazy,dispatch", [(True, None), (False, False)])
 def test_hostile_bytecode_same_final_state(lazy, dispatch):
     """Random plausible bytecode with garbage opcodes, arguments, tables and sizes, random
@@ -76,12 +95,7 @@ def test_hostile_bytecode_same_final_state(lazy, dispatch):
     register, every memory word of every lane) equal the XLA VM's. Blocks of 32 lanes
     (112 lanes: the last block is padded), 5 steps per inner loop; the binary operators
     lazy with the default dispatch (``vm_pallas._step``), and neither."""
-    rng = np.random.default_rng(20261124)
-    progs = [_pad_code(prop.random_program(rng), hand.I_PAD) for _ in range(96)]
-    progs += hand.hostile_programs(16, seed=4)
-    entry, args = prop.random_inputs(rng, progs)
-    budget = rng.choice([0, -3, 1, 7, 60, 300, 2**31 - 1], len(progs)).astype(np.int32)
-    batch = hand.stack_programs(progs)
+    rng, batch, entry, args, budget = _hostile_batch()
     limits = prop.RAND
     want = vm.advance(vm.start(batch, limits, entry, args, budget), limits)
     start = vm.start(batch, limits, entry, args, budget)
@@ -91,9 +105,7 @@ def test_hostile_bytecode_same_final_state(lazy, dispatch):
     )
     got = advance(start.tables, start.lanes, limits=limits, inner_steps=5, block=32, lazy=lazy,
                   dispatch=dispatch)  # fmt: skip
-    for f in vm.Packed._fields:
-        g, w = np.asarray(getattr(got, f)), np.asarray(getattr(want.lanes, f))
-        assert g.shape == w.shape and np.array_equal(g, w), f
+    assert_lanes_equal(got, want.lanes)
     status = np.asarray(want.lanes.regs[:, vm._STATUS])
     assert Code.RUNNING not in status
     # the batch exercises what it is meant to: stops of many kinds, long runs, garbage
@@ -123,14 +135,9 @@ def test_dispatch_same_final_state(dispatch):
     arguments and half with others (specialized while the block's lanes agree, the
     general step once they diverge). With copies for every opcode and for HOT_OPS only
     (the others through the general step even when the block agrees)."""
-    rng = np.random.default_rng(20261124)
-    progs = [_pad_code(prop.random_program(rng), hand.I_PAD) for _ in range(96)]
-    progs += hand.hostile_programs(16, seed=4)
-    entry, args = prop.random_inputs(rng, progs)
-    budget = rng.choice([0, -3, 1, 7, 60, 300, 2**31 - 1], len(progs)).astype(np.int32)
-    batch = hand.stack_programs(progs)
+    rng, batch, entry, args, budget = _hostile_batch()
     spread = _one_per_block(batch, entry, args, budget)
-    idx = np.repeat(np.arange(len(progs)), 32)
+    idx = np.repeat(np.arange(len(entry)), 32)
     other = np.arange(len(idx)) % 32 >= 16
     args2 = np.asarray(args)[idx].copy()
     args2[other] = rng.integers(-4, 12, args2[other].shape)
@@ -148,9 +155,7 @@ def test_dispatch_same_final_state(dispatch):
     )
     got = advance(start.tables, start.lanes, limits=limits, inner_steps=5, block=32,
                   dispatch=dispatch)  # fmt: skip
-    for f in vm.Packed._fields:
-        g, w = np.asarray(getattr(got, f)), np.asarray(getattr(want.lanes, f))
-        assert g.shape == w.shape and np.array_equal(g, w), f
+    assert_lanes_equal(got, want.lanes)
     status = np.asarray(want.lanes.regs[:, vm._STATUS])
     assert Code.RUNNING not in status
     alone = status[: len(spread[1])][::32]
