@@ -1,0 +1,194 @@
+"""Where one lane's VM step goes on a GPU: the latency floors of what a step is made of,
+and the kernel with narrower blocks. One process:
+
+1. Floors (``--floors``): tiny Pallas Triton kernels, one program instance, a chain of
+   ``K`` dependent iterations of one thing each, timed at K and 2K iterations (the
+   difference over K: ns per iteration, launch cost removed), for a block of 1 lane
+   and of 32 lanes (one warp):
+
+   * ``alu``: x = x * 3 + 1 (the loop's own cost);
+   * ``barrier``: the same with a block barrier per iteration (the VM's ``barrier``);
+   * ``reduce``: x = x + min over the block of x (the VM's per-step agreement test,
+     ``_step``'s dispatch, is two such reductions);
+   * ``load``: x = table[x], a read-only table in global memory (the instruction fetch);
+   * ``store_load``: store x + 1 to a word, barrier, load it back (the operand stack:
+     a step reads what the previous step wrote).
+
+2. The kernel on one lane (bench/pallas_probe.py's sum of squares, ~9,000 steps) with
+   blocks of 32 lanes (what ``vm_pallas._block_size`` gives one lane) and of 1, barrier
+   on and off, in alternating rounds; and few-lane batches (``--few``) with blocks of 1
+   and of the default (lane-steps/s: a block per lane has no lockstep divergence and
+   always runs its opcode's copy, but uses one thread of 32).
+3. Checks with blocks of 1 lane against the XLA VM: the whole final state of the hostile
+   batch, the hand cases, generated programs.
+
+    PYTHONPATH=. python bench/vm_latency_probe.py      # JSON lines; $OUT/vm_latency_probe.json
+    PYTHONPATH=. python bench/vm_latency_probe.py --quick   # CPU smoke (interpret mode)
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import os
+import statistics
+import sys
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import triton as plt
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+from bench import pallas_probe as pp  # noqa: E402
+from jaxcc import isa, vm_pallas  # noqa: E402
+
+FLOORS = ("alu", "barrier", "reduce", "load", "store_load")
+WORDS = 1024  # the table / memory words per lane of the floor kernels
+
+
+def _floor_kernel(kind: str, block: int, k: int, barrier: bool):
+    def kernel(table_ref, mem_in_ref, x_ref, out_ref, mem_ref):
+        del mem_in_ref  # aliased with mem_ref
+        lane = lax.broadcasted_iota(jnp.int32, (block,), 0)
+        x0 = x_ref[...] + lane  # not a constant: the chain starts from data
+
+        def body(i, x):
+            if kind == "alu":
+                return x * 3 + 1
+            if kind == "barrier":
+                if barrier:
+                    plt.debug_barrier()
+                return x * 3 + 1
+            if kind == "reduce":
+                return x + jnp.min(x) + 1
+            if kind == "load":
+                return plt.load(table_ref.at[x & (WORDS - 1), lane])
+            at = i & (WORDS - 1)  # store_load
+            plt.store(mem_ref.at[at, lane], x + 1)
+            if barrier:  # (interpret mode has none, and needs none)
+                plt.debug_barrier()
+            return plt.load(mem_ref.at[at, lane])
+
+        out_ref[...] = lax.fori_loop(0, k, body, x0)
+
+    return kernel
+
+
+@functools.partial(jax.jit, static_argnames=("kind", "block", "k", "interpret"))
+def floor_call(table, mem, x, kind, block, k, interpret=False):
+    out, _ = pl.pallas_call(
+        _floor_kernel(kind, block, k, not interpret),
+        grid=(1,),
+        out_shape=[
+            jax.ShapeDtypeStruct(x.shape, jnp.int32),
+            jax.ShapeDtypeStruct(mem.shape, jnp.int32),
+        ],  # fmt: skip
+        input_output_aliases={1: 1},
+        interpret=interpret,
+        compiler_params=plt.CompilerParams(num_warps=1, num_stages=1),
+    )(table, mem, x)
+    return out
+
+
+def floor(kind, block, k, repeats, interpret):
+    rng = np.random.default_rng(0)
+    # a random cycle through the table (every lane's own column): x = table[x] visits all
+    perm = rng.permutation(WORDS)
+    table = np.zeros((WORDS, block), np.int32)
+    table[perm, :] = np.roll(perm, -1)[:, None]
+    table, mem = jnp.asarray(table), jnp.zeros((WORDS, block), jnp.int32)
+    x = jnp.zeros((block,), jnp.int32)
+    times = {}
+    for kk in (k, 2 * k):
+        fn = functools.partial(floor_call, kind=kind, block=block, k=kk, interpret=interpret)
+        first = pp.timed(lambda fn=fn: fn(table, mem, x))[1]  # noqa: B023
+        times[kk] = statistics.median(
+            pp.timed(lambda fn=fn: fn(table, mem, x))[1]  # noqa: B023
+            for _ in range(repeats)
+        )
+    ns = 1e9 * (times[2 * k] - times[k]) / k
+    return dict(ns_per_iter=round(ns, 2), k=k, first_call_s=round(first, 2),
+                ms={str(kk): round(1e3 * t, 4) for kk, t in times.items()})  # fmt: skip
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--n", type=int, default=1000)
+    p.add_argument("--k", type=int, default=1 << 16, help="floor kernels' iterations")
+    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--few", default="11,132,1024,4096,16384,65536",
+                   help="lane counts timed with blocks of 1 and of the default")  # fmt: skip
+    p.add_argument("--no-floors", action="store_true")
+    p.add_argument("--no-check", action="store_true")
+    p.add_argument("--quick", action="store_true", help="small sizes (CPU smoke)")
+    p.add_argument("--budget-s", type=float, default=540.0)
+    a = p.parse_args(argv)
+    out = os.environ.get("OUT")
+    pr = pp.Probe(os.path.join(out, "vm_latency_probe.json") if out else None, a.budget_s)
+    interpret = vm_pallas._interpret_here()
+    if a.quick:
+        a.k, a.n, a.repeats, a.rounds, a.few = 8, 20, 1, 1, "3"
+
+    if not a.no_floors:
+        for kind in FLOORS:
+            for block in (1, 32):
+                pr.guarded("timings", "floor",
+                           lambda kind=kind, block=block: floor(kind, block, a.k, a.repeats,
+                                                                interpret),
+                           floor=kind, block=block)  # fmt: skip
+
+    # one lane: block 32 (the default's) against 1, barrier on and off, alternating
+    variants = [(32, True), (1, True), (32, False), (1, False)]
+    ref = {}
+    for rnd in range(a.rounds):
+        for block, barrier in variants:
+
+            def one(block=block, barrier=barrier):
+                rec, r = pp.time_one(
+                    "pallas", 1, a.n, False, a.repeats, 16, block=block, barrier=barrier
+                )
+                r = jax.device_get(r)
+                if "base" in ref:
+                    rec["equal_to_block32"] = not pp.diff_fields(r, ref["base"],
+                                                                 isa.RunResult._fields)  # fmt: skip
+                ref.setdefault("base", r)
+                return rec
+
+            pr.guarded("timings", "one_lane", one, round=rnd, block=block, barrier=barrier)
+
+    # few lanes: a block per lane against the default blocks
+    for lanes in (int(x) for x in a.few.split(",")):
+        ref = {}
+        for rnd in range(a.rounds):
+            for block in (1, vm_pallas.BLOCK):
+
+                def few(lanes=lanes, block=block, ref=ref):
+                    rec, r = pp.time_one("pallas", lanes, a.n, True, a.repeats, 16, block=block)
+                    r = jax.device_get(r)
+                    if "base" in ref:
+                        rec["equal"] = not pp.diff_fields(r, ref["base"], isa.RunResult._fields)
+                    ref.setdefault("base", r)
+                    return rec
+
+                pr.guarded("timings", "few_lanes", few, round=rnd, lanes=lanes, block=block)
+
+    if not a.no_check:
+        hostile = pp.hostile_inputs(*((24, 8) if a.quick else ()))
+        pr.guarded("checks", "hostile", lambda: pp.check_state(*hostile, block=1), block=1)
+        pr.guarded("checks", "hand_cases",
+                   lambda: pp.check_results(*pp._hand(), block=1),
+                   block=1)  # fmt: skip
+        pr.guarded("checks", "generated_programs",
+                   lambda: pp.check_results(*pp._generated(4 if a.quick else 40), block=1),
+                   block=1)  # fmt: skip
+    print(f"done in {time.perf_counter() - pp.T0:.1f} s", flush=True)
+
+
+if __name__ == "__main__":
+    main()
