@@ -12,7 +12,9 @@ and the kernel with narrower blocks. One process:
      ``_step``'s dispatch, is two such reductions);
    * ``load``: x = table[x], a read-only table in global memory (the instruction fetch);
    * ``store_load``: store x + 1 to a word, barrier, load it back (the operand stack:
-     a step reads what the previous step wrote).
+     a step reads what the previous step wrote);
+   * ``store_load_old``: the same, loading the word stored 8 iterations before (a local
+     variable stored a few steps ago: does a stored line stay in L1?).
 
 2. The kernel on one lane (bench/pallas_probe.py's sum of squares, ~9,000 steps) with
    blocks of 32 lanes (what ``vm_pallas._block_size`` gives one lane) and of 1, barrier
@@ -47,7 +49,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from bench import pallas_probe as pp  # noqa: E402
 from jaxcc import isa, vm_pallas  # noqa: E402
 
-FLOORS = ("alu", "barrier", "reduce", "load", "store_load")
+FLOORS = ("alu", "barrier", "reduce", "load", "store_load", "store_load_old")
 WORDS = 1024  # the table / memory words per lane of the floor kernels
 
 
@@ -68,11 +70,12 @@ def _floor_kernel(kind: str, block: int, k: int, barrier: bool):
                 return x + jnp.min(x) + 1
             if kind == "load":
                 return plt.load(table_ref.at[x & (WORDS - 1), lane])
-            at = i & (WORDS - 1)  # store_load
+            at = i & (WORDS - 1)  # store_load, store_load_old
             plt.store(mem_ref.at[at, lane], x + 1)
             if barrier:  # (interpret mode has none, and needs none)
                 plt.debug_barrier()
-            return plt.load(mem_ref.at[at, lane])
+            back = 0 if kind == "store_load" else 8  # a word stored 8 iterations before
+            return plt.load(mem_ref.at[(i - back) & (WORDS - 1), lane])
 
         out_ref[...] = lax.fori_loop(0, k, body, x0)
 
@@ -119,6 +122,7 @@ def floor(kind, block, k, repeats, interpret):
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--n", type=int, default=1000)
+    p.add_argument("--lanes", type=int, default=65536, help="lanes of the throughput rows")
     p.add_argument("--k", type=int, default=1 << 16, help="floor kernels' iterations")
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--rounds", type=int, default=2)
@@ -133,7 +137,7 @@ def main(argv=None):
     pr = pp.Probe(os.path.join(out, "vm_latency_probe.json") if out else None, a.budget_s)
     interpret = vm_pallas._interpret_here()
     if a.quick:
-        a.k, a.n, a.repeats, a.rounds, a.few = 8, 20, 1, 1, "3"
+        a.k, a.n, a.repeats, a.rounds, a.few, a.lanes = 8, 20, 1, 1, "3", 4
 
     if not a.no_floors:
         for kind in FLOORS:
@@ -143,50 +147,62 @@ def main(argv=None):
                                                                 interpret),
                            floor=kind, block=block)  # fmt: skip
 
-    # one lane: block 32 (the default's) against 1, barrier on and off, alternating
-    variants = [(32, True), (1, True), (32, False), (1, False)]
+    def compared(ref, **options):
+        """A timing with ``options``; its results compared with the first of ``ref``'s."""
+
+        def fn():
+            rec, r = pp.time_one("pallas", **options)
+            r = jax.device_get(r)
+            if "base" in ref:
+                rec["equal"] = not pp.diff_fields(r, ref["base"], isa.RunResult._fields)
+            ref.setdefault("base", r)
+            return rec
+
+        return fn
+
+    common = dict(n=a.n, repeats=a.repeats, inner_steps=16)
+    # one lane: blocks of 32 (what _block_size gives one lane) against 1, the operand
+    # loads hoisted or not, the barrier on and off; alternating rounds
+    variants = [(32, True, 0), (1, True, 0), (32, True, 2), (1, True, 2), (1, True, 1),
+                (1, False, 2)]  # fmt: skip
     ref = {}
     for rnd in range(a.rounds):
-        for block, barrier in variants:
+        for block, barrier, hoist in variants:
+            fn = compared(ref, lanes=1, varied=False, block=block, barrier=barrier, hoist=hoist,
+                          **common)  # fmt: skip
+            pr.guarded("timings", "one_lane", fn, round=rnd, block=block, barrier=barrier,
+                       hoist=hoist)  # fmt: skip
 
-            def one(block=block, barrier=barrier):
-                rec, r = pp.time_one(
-                    "pallas", 1, a.n, False, a.repeats, 16, block=block, barrier=barrier
-                )
-                r = jax.device_get(r)
-                if "base" in ref:
-                    rec["equal_to_block32"] = not pp.diff_fields(r, ref["base"],
-                                                                 isa.RunResult._fields)  # fmt: skip
-                ref.setdefault("base", r)
-                return rec
-
-            pr.guarded("timings", "one_lane", one, round=rnd, block=block, barrier=barrier)
+    # many lanes (throughput): what the hoisted loads cost where latency is hidden
+    for varied in (False, True):
+        ref = {}
+        for rnd in range(a.rounds):
+            for hoist in (0, 1, 2):
+                fn = compared(ref, lanes=a.lanes, varied=varied, hoist=hoist, **common)
+                pr.guarded("timings", "wide", fn, round=rnd, lanes=a.lanes, varied=varied,
+                           hoist=hoist)  # fmt: skip
 
     # few lanes: a block per lane against the default blocks
     for lanes in (int(x) for x in a.few.split(",")):
         ref = {}
         for rnd in range(a.rounds):
             for block in (1, vm_pallas.BLOCK):
-
-                def few(lanes=lanes, block=block, ref=ref):
-                    rec, r = pp.time_one("pallas", lanes, a.n, True, a.repeats, 16, block=block)
-                    r = jax.device_get(r)
-                    if "base" in ref:
-                        rec["equal"] = not pp.diff_fields(r, ref["base"], isa.RunResult._fields)
-                    ref.setdefault("base", r)
-                    return rec
-
-                pr.guarded("timings", "few_lanes", few, round=rnd, lanes=lanes, block=block)
+                fn = compared(ref, lanes=lanes, varied=True, block=block, **common)
+                pr.guarded("timings", "few_lanes", fn, round=rnd, lanes=lanes, block=block)
 
     if not a.no_check:
+        from bench.vm_dispatch_ab import spread
+
         hostile = pp.hostile_inputs(*((24, 8) if a.quick else ()))
-        pr.guarded("checks", "hostile", lambda: pp.check_state(*hostile, block=1), block=1)
-        pr.guarded("checks", "hand_cases",
-                   lambda: pp.check_results(*pp._hand(), block=1),
-                   block=1)  # fmt: skip
+        for opts in (dict(block=1), dict(block=1, hoist=2), dict(hoist=2), dict(hoist=1)):
+            pr.guarded("checks", "hostile", lambda o=opts: pp.check_state(*hostile, **o), **opts)
+        pr.guarded("checks", "hostile_spread",
+                   lambda: pp.check_state(*spread(hostile), hoist=2), hoist=2)  # fmt: skip
+        opts = dict(block=1, hoist=2)
+        pr.guarded("checks", "hand_cases", lambda: pp.check_results(*pp._hand(), **opts), **opts)
         pr.guarded("checks", "generated_programs",
-                   lambda: pp.check_results(*pp._generated(4 if a.quick else 40), block=1),
-                   block=1)  # fmt: skip
+                   lambda: pp.check_results(*pp._generated(4 if a.quick else 40), **opts),
+                   **opts)  # fmt: skip
     print(f"done in {time.perf_counter() - pp.T0:.1f} s", flush=True)
 
 

@@ -87,6 +87,7 @@ HOT_OPS = tuple(int(op) for op in (
     Op.JUMP_IF_FALSE, Op.NEG, Op.MUL, Op.RETURN_VALUE, Op.LT,
 ))  # fmt: skip
 DISPATCH = HOT_OPS  # the default of ``dispatch`` (read when the kernel is traced)
+HOIST = 0  # the default of ``hoist`` (read when the kernel is traced)
 CHUNK = 256  # outer iterations per guarded chunk (outer="for")
 
 # the constant table: row 0 the decode row of opcode o (o = N_OPS: invalid, decodes as
@@ -143,7 +144,7 @@ def _contiguous(ops) -> bool:
 
 
 def _step(consts_ref, code_ref, mem_ref, lane, lay: vm.Layout, limits: Limits, n_i: int, s,
-          barrier: bool = False, lazy: bool = False, dispatch=False):  # fmt: skip
+          barrier: bool = False, lazy: bool = False, dispatch=False, hoist: int = 0):  # fmt: skip
     """One step of a block of lanes (every field of ``s`` an Int32[block]); returns the
     lane after it and stores its (at most two) pairs: ``_op_step`` on the block's lanes.
 
@@ -155,12 +156,20 @@ def _step(consts_ref, code_ref, mem_ref, lane, lay: vm.Layout, limits: Limits, n
     opcode's selects, checks and loads: a step runs the instructions of its own opcode,
     not of all of them. Every lane's result is the general step's (a specialized copy
     reads the opcode where the general one does, and a lane that is not running changes
-    nothing in either)."""
+    nothing in either).
+
+    ``hoist`` (0, 1, 2): the step's operand loads issued first, beside the instruction's,
+    so that their latency (a word the previous step stored) overlaps the fetch and the
+    choice of copy instead of following them: 1 the two top stack words (every running
+    lane reads them anyway), 2 also the local slot ``fp + arg`` (read by every lane, used
+    by SLOT-kind opcodes: LOAD_VAR, STORE_VAR). Every value is the one the step would
+    load later: nothing is stored between."""
     head = _head(code_ref, n_i, s)
+    pre = _preload(mem_ref, lane, lay, s, head, hoist)
     ops = _dispatch_ops(dispatch)
     if not ops:
         return _op_step(consts_ref, code_ref, mem_ref, lane, lay, limits, n_i, s, head,
-                        barrier, lazy)  # fmt: skip
+                        barrier, lazy, pre=pre)  # fmt: skip
     run, o = head[0], head[1]
     lo = jnp.min(jnp.where(run, o, _N_OPS + 1))
     hi = jnp.max(jnp.where(run, o, -1))
@@ -174,11 +183,11 @@ def _step(consts_ref, code_ref, mem_ref, lane, lay: vm.Layout, limits: Limits, n
 
     def general():
         return _op_step(consts_ref, code_ref, mem_ref, lane, lay, limits, n_i, s, head,
-                        False, lazy)  # fmt: skip
+                        False, lazy, pre=pre)  # fmt: skip
 
     def one_op(op):
         return lambda: _op_step(consts_ref, code_ref, mem_ref, lane, lay, limits, n_i, s,
-                                head, False, lazy, op)  # fmt: skip
+                                head, False, lazy, op, pre)  # fmt: skip
 
     out = lax.cond(go, lambda: _by_opcode(lo, ops, one_op), general)
     if barrier:
@@ -222,8 +231,34 @@ def _head(code_ref, n_i: int, s):
     return run, jnp.where(valid, o, _N_OPS), a, valid
 
 
+def _window(lay: vm.Layout, s):
+    """Where the top three stack words of the lane are (``_place``d: always in range)."""
+    return _place(s.sp + (lay.stack0 - vm._GUARD), lay.size, 3)
+
+
+def _local(lay: vm.Layout, s, a):
+    """Where local slot ``a`` of the frame is (``_place``d)."""
+    return _place(lay.stack0 + s.fp + a, lay.size, 1)
+
+
+def _preload(mem_ref, lane, lay: vm.Layout, s, head, hoist: int):
+    """``_step``'s hoisted loads: None, or (second, top, slot pair or None)."""
+    if not hoist:
+        return None
+    run, _, a, _ = head
+    w = _window(lay, s)
+    second = plt.load(mem_ref.at[0, w + 1, lane], mask=run, other=0)
+    top = plt.load(mem_ref.at[0, w + 2, lane], mask=run, other=0)
+    slot = None
+    if hoist > 1:
+        sl = _local(lay, s, a)
+        slot = tuple(plt.load(mem_ref.at[c, sl, lane], mask=run, other=0) for c in (0, 1))
+    return second, top, slot
+
+
 def _op_step(consts_ref, code_ref, mem_ref, lane, lay: vm.Layout, limits: Limits, n_i: int, s,
-             head, barrier: bool = False, lazy: bool = False, op: int | None = None):  # fmt: skip
+             head, barrier: bool = False, lazy: bool = False, op: int | None = None,
+             pre=None):  # fmt: skip
     """One step of a block of lanes (every field of ``s`` an Int32[block]); returns the
     lane after it and stores its (at most two) pairs. The same as ``vm._step`` lane by
     lane: ``_fetch`` here, then vm.py's ``_check``, ``_registers``, ``_write_pairs``,
@@ -240,8 +275,8 @@ def _op_step(consts_ref, code_ref, mem_ref, lane, lay: vm.Layout, limits: Limits
 
     ``op``: every running lane is at opcode ``op`` (``_step``'s dispatch): the step with
     that constant in place of the opcode read; the binary and unary operators are then
-    computed only in their own opcodes' copies."""
-    f = _fetch(consts_ref, code_ref, mem_ref, lane, lay, n_i, s, head, op)
+    computed only in their own opcodes' copies. ``pre``: ``_preload``'s values."""
+    f = _fetch(consts_ref, code_ref, mem_ref, lane, lay, n_i, s, head, op, pre)
 
     def skip(o, a, b):
         zero = jnp.zeros_like(a)
@@ -285,11 +320,12 @@ def _op_step(consts_ref, code_ref, mem_ref, lane, lay: vm.Layout, limits: Limits
 
 
 def _fetch(consts_ref, code_ref, mem_ref, lane, lay: vm.Layout, n_i: int, s, head,
-           op: int | None = None) -> vm._Fetched:  # fmt: skip
+           op: int | None = None, pre=None) -> vm._Fetched:  # fmt: skip
     """vm._fetch with Ref loads (code_ref: Int32[P, I + 2F, 2] with I = n_i; mem_ref:
     this block's Int32[2, M, block]): the same values wherever vm.py's step uses them.
     ``head``: ``_head``'s decoded instruction; ``op``: the opcode of every running lane
-    (a constant; its decode row is read from ``_CONSTS`` at trace time)."""
+    (a constant; its decode row is read from ``_CONSTS`` at trace time); ``pre``:
+    ``_preload``'s values, loaded where this would load them."""
     n_rows = code_ref.shape[1]
     n_f = (n_rows - n_i) // 2
     pid = s.pid
@@ -311,7 +347,6 @@ def _fetch(consts_ref, code_ref, mem_ref, lane, lay: vm.Layout, n_i: int, s, hea
 
     base = s.fp + s.nlocals
     depth = s.sp - base
-    win_at = s.sp + (lay.stack0 - vm._GUARD)
     is_slot = kind == ArgKind.SLOT
     is_slot2 = kind == ArgKind.SLOT2
     is_depth = kind == ArgKind.DEPTH
@@ -327,11 +362,22 @@ def _fetch(consts_ref, code_ref, mem_ref, lane, lay: vm.Layout, n_i: int, s, hea
         jnp.where(is_slot2, lay.stack0 + s.fp + (a >> 16), lay.stack0 + s.sp - 2),
     )
     m = lay.size
-    w, sl, rc = _place(win_at, m, 3), _place(slot_at, m, 1), _place(rec_at, m, 2)
+    w, sl, rc = _window(lay, s), _place(slot_at, m, 1), _place(rec_at, m, 2)
     third = mem(0, w, run & is_for)
-    second, top = mem(0, w + 1, run), mem(0, w + 2, run)
+    if pre is None:
+        second, top = mem(0, w + 1, run), mem(0, w + 2, run)
+    else:
+        second, top = pre[0], pre[1]
     need_slot = run & (is_slot | is_slot2 | is_depth)
-    slot = (mem(0, sl, need_slot), mem(1, sl, need_slot))
+    if (
+        pre is not None
+        and pre[2] is not None
+        and op is not None
+        and int(_CONSTS[0, op]) >> 8 == ArgKind.SLOT
+    ):
+        slot = pre[2]  # every running lane's slot is fp + a: the hoisted pair
+    else:
+        slot = (mem(0, sl, need_slot), mem(1, sl, need_slot))
     need_rec = run & (is_ret | is_slot2)
     p4 = (mem(0, rc, need_rec), mem(1, rc, need_rec))
     p5 = (mem(0, rc + 1, need_rec), mem(1, rc + 1, need_rec))
@@ -376,7 +422,7 @@ def _fetch(consts_ref, code_ref, mem_ref, lane, lay: vm.Layout, n_i: int, s, hea
 
 def _kernel(lay: vm.Layout, limits: Limits, n_i: int, block: int, inner_steps: int, unroll: int,
             barrier: bool, outer: str = "for", lazy: bool = False,
-            dispatch=False):  # fmt: skip
+            dispatch=False, hoist: int = 0):  # fmt: skip
     """The kernel of one block of lanes.
 
     Equivalent plain Python (``lanes``: this block's lanes):
@@ -407,7 +453,7 @@ def _kernel(lay: vm.Layout, limits: Limits, n_i: int, block: int, inner_steps: i
             s = vm.Lane(pid=pid, budget=budget, n_code=n_code, n_funcs=n_funcs, mem=None,
                         **dict(zip(vm._REGS, regs, strict=True)))  # fmt: skip
             s = _step(consts_ref, code_ref, mem_ref, lane, lay, limits, n_i, s, barrier, lazy,
-                      dispatch)  # fmt: skip
+                      dispatch, hoist)  # fmt: skip
             return tuple(getattr(s, k) for k in vm._REGS)
 
         def steps(_, regs):
@@ -497,17 +543,20 @@ def advance_lanes(
     chunks=None,
     lazy: bool = True,
     dispatch: bool | tuple[int, ...] | None = None,
+    hoist: int | None = None,
 ) -> vm.Packed:
     """Run every lane of ``lanes`` (vm.Packed with a leading lane axis L) until it stops,
     or for at most ``chunks`` (Int32 scalar, may be traced) loops of ``inner_steps`` steps,
     in one pallas_call; returns the lanes as vm's loop would leave them. ``lazy``: the
     binary operators behind a branch (``_step``); ``dispatch``: a copy of the step per
     opcode for blocks whose running lanes share one (``_step``; None: ``DISPATCH``, read
-    when traced)."""
+    when traced); ``hoist``: the operand loads first (``_step``; None: ``HOIST``)."""
     if interpret is None:
         interpret = _interpret_here()
     if dispatch is None:
         dispatch = DISPATCH
+    if hoist is None:
+        hoist = HOIST
     lay = vm.layout(limits)
     n = lanes.pid.shape[0]
     bl = _block_size(n, block)
@@ -544,6 +593,7 @@ def advance_lanes(
             outer,
             lazy,
             dispatch,
+            hoist,
         ),
         grid=(n_pad // bl,),
         in_specs=[
@@ -602,6 +652,7 @@ def run_lanes(
         "outer",
         "lazy",
         "dispatch",
+        "hoist",
     ),
 )
 def run_batch(
@@ -619,6 +670,7 @@ def run_batch(
     outer: str = "for",
     lazy: bool = True,
     dispatch: bool | tuple[int, ...] | None = None,
+    hoist: int | None = None,
 ) -> isa.RunResult:
     """``vm.run_batch`` on this backend, with the kernel's knobs: ``block`` lanes per
     program instance (a power of two), Triton's ``num_warps`` (default block // 32, at
@@ -629,12 +681,13 @@ def run_batch(
     crashes compiling it for an H100: bench/pallas_bisect.py), "once" a single inner
     loop, for bisection only), ``lazy`` (the binary operators behind a branch: ``_step``),
     ``dispatch`` (a copy of the step per opcode, taken when a block's running lanes share
-    one: ``_step``)."""
+    one: ``_step``), ``hoist`` (the operand loads first: ``_step``)."""
     t = vm._tables(program)
     pid = jnp.arange(t.code.shape[0], dtype=jnp.int32)
     return run_lanes(t, pid, as_i32(entry), as_i32(args), as_i32(budget), limits, inner_steps,
                      unroll, block=block, num_warps=num_warps, interpret=interpret,
-                     barrier=barrier, outer=outer, lazy=lazy, dispatch=dispatch)  # fmt: skip
+                     barrier=barrier, outer=outer, lazy=lazy, dispatch=dispatch,
+                     hoist=hoist)  # fmt: skip
 
 
 @functools.partial(
