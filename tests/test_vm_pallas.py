@@ -124,8 +124,12 @@ def _one_per_block(batch, entry, args, budget, block=32):
             np.asarray(args)[idx], np.asarray(budget)[idx])  # fmt: skip
 
 
-@pytest.mark.parametrize("dispatch", [True, vm_pallas.HOT_OPS], ids=["all", "hot"])
-def test_dispatch_same_final_state(dispatch):
+@pytest.mark.parametrize(
+    "dispatch,hoist",
+    [(True, 0), (vm_pallas.HOT_OPS, 0), (vm_pallas.HOT_OPS, 2)],
+    ids=["all", "hot", "hot-hoisted"],
+)
+def test_dispatch_same_final_state(dispatch, hoist):
     """``dispatch=True`` (a copy of the step per opcode, taken when a block's running
     lanes share one: ``vm_pallas._step``) leaves the XLA VM's whole final state (every
     register and memory word of every lane) on the hostile batch of
@@ -134,7 +138,8 @@ def test_dispatch_same_final_state(dispatch):
     then each lane's program 32 times in a block, half of the copies with the lane's
     arguments and half with others (specialized while the block's lanes agree, the
     general step once they diverge). With copies for every opcode and for HOT_OPS only
-    (the others through the general step even when the block agrees)."""
+    (the others through the general step even when the block agrees), and with the
+    operand loads hoisted before the choice of copy (``hoist=2``)."""
     rng, batch, entry, args, budget = _hostile_batch()
     spread = _one_per_block(batch, entry, args, budget)
     idx = np.repeat(np.arange(len(entry)), 32)
@@ -151,10 +156,11 @@ def test_dispatch_same_final_state(dispatch):
     want = vm.advance(vm.start(*both[:1], limits, *both[1:]), limits)
     start = vm.start(*both[:1], limits, *both[1:])
     advance = jax.jit(
-        vm_pallas.advance_lanes, static_argnames=("limits", "inner_steps", "block", "dispatch")
+        vm_pallas.advance_lanes,
+        static_argnames=("limits", "inner_steps", "block", "dispatch", "hoist"),
     )
     got = advance(start.tables, start.lanes, limits=limits, inner_steps=5, block=32,
-                  dispatch=dispatch)  # fmt: skip
+                  dispatch=dispatch, hoist=hoist)  # fmt: skip
     assert_lanes_equal(got, want.lanes)
     status = np.asarray(want.lanes.regs[:, vm._STATUS])
     assert Code.RUNNING not in status
@@ -180,6 +186,19 @@ def test_dispatch_hand_cases_one_per_block():
     assert_results_equal(got, want)
     statuses = set(np.asarray(got.status)[::32].tolist())
     assert {Code.OK, Code.ZERO_DIVISION, Code.OVERFLOW, Code.RECURSION} <= statuses
+
+
+def test_blocks_of_one_lane_hoisted_hand_cases():
+    """Blocks of ONE lane (a Triton tensor of one element; every step through its
+    opcode's copy when it has one) with the operand loads hoisted (``hoist=2``): the
+    hand cases' every RunResult field equal to the XLA VM's."""
+    cases = hand.CASES
+    batch = hand.stack_programs([c[1] for c in cases])
+    entry = np.array([c[2] for c in cases], np.int32)
+    args = np.stack([hand.pad_args(c[3]) for c in cases])
+    want = vm.run(batch, hand.SMALL, entry=entry, args=args)
+    got = vm_pallas.run(batch, hand.SMALL, entry=entry, args=args, block=1, hoist=2)
+    assert_results_equal(got, want)
 
 
 # compiled generated programs: small enough for quick interpret-mode runs
@@ -254,6 +273,7 @@ def test_lowers_to_triton(triton_modules):
         ("eager", {"lazy": False, "dispatch": False}),
         ("general", {"dispatch": False}),
         ("all", {"dispatch": True}),
+        ("hoisted", {"hoist": 2, "block": 1}),
     ):
         text = vm_pallas.lower_triton(batch, hand.SMALL, **options)
         assert text.count("__gpu$xla.gpu.triton") == 1, options
