@@ -17,8 +17,10 @@ and the kernel with narrower blocks. One process:
      variable stored a few steps ago: does a stored line stay in L1?).
 
 2. The kernel on one lane (bench/pallas_probe.py's sum of squares, ~9,000 steps) with
-   blocks of 32 lanes (what ``vm_pallas._block_size`` gives one lane) and of 1, barrier
-   on and off, in alternating rounds; and few-lane batches (``--few``) with blocks of 1
+   blocks of 32 lanes (what ``vm_pallas._block_size`` gives one lane) and of 1, the
+   operand loads hoisted (``hoist``) or not, the last steps' stores forwarded in
+   registers (``forward``) or not, barrier on and off, in alternating rounds; the same
+   options on 65,536 lanes (their cost where latency is hidden); and few-lane batches (``--few``) with blocks of 1
    and of the default (lane-steps/s: a block per lane has no lockstep divergence and
    always runs its opcode's copy, but uses one thread of 32).
 3. Checks with blocks of 1 lane against the XLA VM: the whole final state of the hostile
@@ -126,7 +128,7 @@ def main(argv=None):
     p.add_argument("--k", type=int, default=1 << 16, help="floor kernels' iterations")
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--rounds", type=int, default=2)
-    p.add_argument("--few", default="11,132,1024,4096,16384,65536",
+    p.add_argument("--few", default="11,132,4096,65536",
                    help="lane counts timed with blocks of 1 and of the default")  # fmt: skip
     p.add_argument("--no-floors", action="store_true")
     p.add_argument("--no-check", action="store_true")
@@ -163,24 +165,25 @@ def main(argv=None):
     common = dict(n=a.n, repeats=a.repeats, inner_steps=16)
     # one lane: blocks of 32 (what _block_size gives one lane) against 1, the operand
     # loads hoisted or not, the barrier on and off; alternating rounds
-    variants = [(32, True, 0), (1, True, 0), (32, True, 2), (1, True, 2), (1, True, 1),
-                (1, False, 2)]  # fmt: skip
+    # (block, barrier, hoist, forward)
+    variants = [(32, True, 0, 0), (1, True, 0, 0), (1, True, 2, 0), (1, True, 2, 1),
+                (1, True, 2, 2), (1, True, 0, 2), (32, True, 2, 2), (1, False, 2, 2)]  # fmt: skip
     ref = {}
     for rnd in range(a.rounds):
-        for block, barrier, hoist in variants:
-            fn = compared(ref, lanes=1, varied=False, block=block, barrier=barrier, hoist=hoist,
-                          **common)  # fmt: skip
-            pr.guarded("timings", "one_lane", fn, round=rnd, block=block, barrier=barrier,
-                       hoist=hoist)  # fmt: skip
+        for block, barrier, hoist, forward in variants:
+            opts = dict(block=block, barrier=barrier, hoist=hoist, forward=forward)
+            fn = compared(ref, lanes=1, varied=False, **opts, **common)
+            pr.guarded("timings", "one_lane", fn, round=rnd, **opts)
 
     # many lanes (throughput): what the hoisted loads cost where latency is hidden
     for varied in (False, True):
         ref = {}
         for rnd in range(a.rounds):
-            for hoist in (0, 1, 2):
-                fn = compared(ref, lanes=a.lanes, varied=varied, hoist=hoist, **common)
+            for hoist, forward in ((0, 0), (2, 0), (2, 2), (0, 1)):
+                opts = dict(hoist=hoist, forward=forward)
+                fn = compared(ref, lanes=a.lanes, varied=varied, **opts, **common)
                 pr.guarded("timings", "wide", fn, round=rnd, lanes=a.lanes, varied=varied,
-                           hoist=hoist)  # fmt: skip
+                           **opts)  # fmt: skip
 
     # few lanes: a block per lane against the default blocks
     for lanes in (int(x) for x in a.few.split(",")):
@@ -194,11 +197,13 @@ def main(argv=None):
         from bench.vm_dispatch_ab import spread
 
         hostile = pp.hostile_inputs(*((24, 8) if a.quick else ()))
-        for opts in (dict(block=1), dict(block=1, hoist=2), dict(hoist=2), dict(hoist=1)):
+        for opts in (dict(block=1, hoist=2, forward=2), dict(hoist=2, forward=2), dict(forward=1),
+                     dict(block=1), dict(hoist=1)):  # fmt: skip
             pr.guarded("checks", "hostile", lambda o=opts: pp.check_state(*hostile, **o), **opts)
+        opts = dict(hoist=2, forward=2)
         pr.guarded("checks", "hostile_spread",
-                   lambda: pp.check_state(*spread(hostile), hoist=2), hoist=2)  # fmt: skip
-        opts = dict(block=1, hoist=2)
+                   lambda: pp.check_state(*spread(hostile), **opts), **opts)  # fmt: skip
+        opts = dict(block=1, hoist=2, forward=2)
         pr.guarded("checks", "hand_cases", lambda: pp.check_results(*pp._hand(), **opts), **opts)
         pr.guarded("checks", "generated_programs",
                    lambda: pp.check_results(*pp._generated(4 if a.quick else 40), **opts),

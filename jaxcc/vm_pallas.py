@@ -88,6 +88,7 @@ HOT_OPS = tuple(int(op) for op in (
 ))  # fmt: skip
 DISPATCH = HOT_OPS  # the default of ``dispatch`` (read when the kernel is traced)
 HOIST = 0  # the default of ``hoist`` (read when the kernel is traced)
+FORWARD = 0  # the default of ``forward`` (read when the kernel is traced)
 CHUNK = 256  # outer iterations per guarded chunk (outer="for")
 
 # the constant table: row 0 the decode row of opcode o (o = N_OPS: invalid, decodes as
@@ -144,9 +145,12 @@ def _contiguous(ops) -> bool:
 
 
 def _step(consts_ref, code_ref, mem_ref, lane, lay: vm.Layout, limits: Limits, n_i: int, s,
-          barrier: bool = False, lazy: bool = False, dispatch=False, hoist: int = 0):  # fmt: skip
+          barrier: bool = False, lazy: bool = False, dispatch=False, hoist: int = 0,
+          fwd=None):  # fmt: skip
     """One step of a block of lanes (every field of ``s`` an Int32[block]); returns the
     lane after it and stores its (at most two) pairs: ``_op_step`` on the block's lanes.
+    With ``fwd`` (``_reader``'s pairs stored by the last steps), returns (lane, the
+    pairs this step stored) and reads those words from ``fwd`` instead of memory.
 
     ``dispatch`` (False, True: every opcode, or a tuple of opcodes): when every running
     lane of the block is at the same opcode (one lane alone always; lanes of one program
@@ -165,11 +169,13 @@ def _step(consts_ref, code_ref, mem_ref, lane, lay: vm.Layout, limits: Limits, n
     by SLOT-kind opcodes: LOAD_VAR, STORE_VAR). Every value is the one the step would
     load later: nothing is stored between."""
     head = _head(code_ref, n_i, s)
-    pre = _preload(mem_ref, lane, lay, s, head, hoist)
+    read = _reader(mem_ref, lane, fwd)
+    pre = _preload(read, lay, s, head, hoist)
+    step = functools.partial(_op_step, consts_ref, code_ref, mem_ref, lane, lay, limits, n_i,
+                             s, head, pre=pre, read=read, writes=fwd is not None)  # fmt: skip
     ops = _dispatch_ops(dispatch)
     if not ops:
-        return _op_step(consts_ref, code_ref, mem_ref, lane, lay, limits, n_i, s, head,
-                        barrier, lazy, pre=pre)  # fmt: skip
+        return step(barrier, lazy)
     run, o = head[0], head[1]
     lo = jnp.min(jnp.where(run, o, _N_OPS + 1))
     hi = jnp.max(jnp.where(run, o, -1))
@@ -182,12 +188,10 @@ def _step(consts_ref, code_ref, mem_ref, lane, lay: vm.Layout, limits: Limits, n
         go = go & (((word >> (sh & 31)) & 1) == 1)
 
     def general():
-        return _op_step(consts_ref, code_ref, mem_ref, lane, lay, limits, n_i, s, head,
-                        False, lazy, pre=pre)  # fmt: skip
+        return step(False, lazy)
 
     def one_op(op):
-        return lambda: _op_step(consts_ref, code_ref, mem_ref, lane, lay, limits, n_i, s,
-                                head, False, lazy, op, pre)  # fmt: skip
+        return lambda: step(False, lazy, op)
 
     out = lax.cond(go, lambda: _by_opcode(lo, ops, one_op), general)
     if barrier:
@@ -241,24 +245,45 @@ def _local(lay: vm.Layout, s, a):
     return _place(lay.stack0 + s.fp + a, lay.size, 1)
 
 
-def _preload(mem_ref, lane, lay: vm.Layout, s, head, hoist: int):
+def _reader(mem_ref, lane, fwd=None):
+    """``read(col, row, mask)``: this block's lanes' word ``mem[col, row, lane]`` (0 where
+    ``mask`` is off). ``fwd``: the pairs that the last steps stored, oldest first, four
+    Int32[block] each (written?, row, column 0, column 1): a word among them is taken
+    from there (the latest pair wins, as in memory) and not loaded, so a step does not
+    wait for the round trip of a word the step before it stored."""
+
+    def read(col, row, mask):
+        if not fwd:
+            return plt.load(mem_ref.at[col, row, lane], mask=mask, other=0)
+        hit, val = None, None
+        for k in range(0, len(fwd), 4):
+            w, i, va, vb = fwd[k : k + 4]
+            h = (w != 0) & (i == row)
+            v = va if col == 0 else vb
+            hit, val = (h, v) if hit is None else (hit | h, jnp.where(h, v, val))
+        got = plt.load(mem_ref.at[col, row, lane], mask=mask & ~hit, other=0)
+        return jnp.where(mask & hit, val, got)
+
+    return read
+
+
+def _preload(read, lay: vm.Layout, s, head, hoist: int):
     """``_step``'s hoisted loads: None, or (second, top, slot pair or None)."""
     if not hoist:
         return None
     run, _, a, _ = head
     w = _window(lay, s)
-    second = plt.load(mem_ref.at[0, w + 1, lane], mask=run, other=0)
-    top = plt.load(mem_ref.at[0, w + 2, lane], mask=run, other=0)
+    second, top = read(0, w + 1, run), read(0, w + 2, run)
     slot = None
     if hoist > 1:
         sl = _local(lay, s, a)
-        slot = tuple(plt.load(mem_ref.at[c, sl, lane], mask=run, other=0) for c in (0, 1))
+        slot = (read(0, sl, run), read(1, sl, run))
     return second, top, slot
 
 
 def _op_step(consts_ref, code_ref, mem_ref, lane, lay: vm.Layout, limits: Limits, n_i: int, s,
              head, barrier: bool = False, lazy: bool = False, op: int | None = None,
-             pre=None):  # fmt: skip
+             pre=None, read=None, writes: bool = False):  # fmt: skip
     """One step of a block of lanes (every field of ``s`` an Int32[block]); returns the
     lane after it and stores its (at most two) pairs. The same as ``vm._step`` lane by
     lane: ``_fetch`` here, then vm.py's ``_check``, ``_registers``, ``_write_pairs``,
@@ -275,8 +300,10 @@ def _op_step(consts_ref, code_ref, mem_ref, lane, lay: vm.Layout, limits: Limits
 
     ``op``: every running lane is at opcode ``op`` (``_step``'s dispatch): the step with
     that constant in place of the opcode read; the binary and unary operators are then
-    computed only in their own opcodes' copies. ``pre``: ``_preload``'s values."""
-    f = _fetch(consts_ref, code_ref, mem_ref, lane, lay, n_i, s, head, op, pre)
+    computed only in their own opcodes' copies. ``pre``: ``_preload``'s values; ``read``:
+    ``_reader``'s (default: memory); ``writes``: also return the pairs it stored."""
+    read = _reader(mem_ref, lane) if read is None else read
+    f = _fetch(consts_ref, code_ref, read, lay, n_i, s, head, op, pre)
 
     def skip(o, a, b):
         zero = jnp.zeros_like(a)
@@ -316,13 +343,18 @@ def _op_step(consts_ref, code_ref, mem_ref, lane, lay: vm.Layout, limits: Limits
         # stored by the thread that loads it); __syncthreads makes the block's global
         # writes visible to all of its threads. (Interpret mode has no such rule.)
         plt.debug_barrier()
-    return vm._update(s, f, x, r, None)
+    lane_after = vm._update(s, f, x, r, None)
+    if not writes:
+        return lane_after
+    pairs = (w1, i1, v1a, v1b, w2, i2, v2a, v2b)
+    return lane_after, tuple(as_i32(jnp.broadcast_to(v, s.pc.shape)) for v in pairs)
 
 
-def _fetch(consts_ref, code_ref, mem_ref, lane, lay: vm.Layout, n_i: int, s, head,
+def _fetch(consts_ref, code_ref, read, lay: vm.Layout, n_i: int, s, head,
            op: int | None = None, pre=None) -> vm._Fetched:  # fmt: skip
-    """vm._fetch with Ref loads (code_ref: Int32[P, I + 2F, 2] with I = n_i; mem_ref:
-    this block's Int32[2, M, block]): the same values wherever vm.py's step uses them.
+    """vm._fetch with Ref loads (code_ref: Int32[P, I + 2F, 2] with I = n_i; ``read``:
+    ``_reader`` of this block's Int32[2, M, block]): the same values wherever vm.py's
+    step uses them.
     ``head``: ``_head``'s decoded instruction; ``op``: the opcode of every running lane
     (a constant; its decode row is read from ``_CONSTS`` at trace time); ``pre``:
     ``_preload``'s values, loaded where this would load them."""
@@ -333,8 +365,7 @@ def _fetch(consts_ref, code_ref, mem_ref, lane, lay: vm.Layout, n_i: int, s, hea
     def code(col, row, mask):
         return plt.load(code_ref.at[pid, row, col], mask=mask, other=0)
 
-    def mem(col, row, mask):
-        return plt.load(mem_ref.at[col, row, lane], mask=mask, other=0)
+    mem = read
 
     run, o, a, valid = head
     if op is None:
@@ -422,8 +453,9 @@ def _fetch(consts_ref, code_ref, mem_ref, lane, lay: vm.Layout, n_i: int, s, hea
 
 def _kernel(lay: vm.Layout, limits: Limits, n_i: int, block: int, inner_steps: int, unroll: int,
             barrier: bool, outer: str = "for", lazy: bool = False,
-            dispatch=False, hoist: int = 0):  # fmt: skip
-    """The kernel of one block of lanes.
+            dispatch=False, hoist: int = 0, forward: int = 0):  # fmt: skip
+    """The kernel of one block of lanes (``forward``: the pairs stored by that many last
+    steps carried in registers, ``_reader``).
 
     Equivalent plain Python (``lanes``: this block's lanes):
 
@@ -449,12 +481,18 @@ def _kernel(lay: vm.Layout, limits: Limits, n_i: int, block: int, inner_steps: i
         # the slice's cap on outer iterations (vm.advance's chunks; the same in every lane)
         cap = jnp.max(inv_ref[4, :])
 
-        def one(regs):
+        n_regs = len(vm._REGS)
+
+        def one(regs):  # the lane's registers, then the forwarded pairs
             s = vm.Lane(pid=pid, budget=budget, n_code=n_code, n_funcs=n_funcs, mem=None,
-                        **dict(zip(vm._REGS, regs, strict=True)))  # fmt: skip
+                        **dict(zip(vm._REGS, regs[:n_regs], strict=True)))  # fmt: skip
+            fwd = regs[n_regs:] if forward else None
             s = _step(consts_ref, code_ref, mem_ref, lane, lay, limits, n_i, s, barrier, lazy,
-                      dispatch, hoist)  # fmt: skip
-            return tuple(getattr(s, k) for k in vm._REGS)
+                      dispatch, hoist, fwd)  # fmt: skip
+            if forward:
+                s, pairs = s
+                fwd = fwd[8:] + pairs  # the oldest step's two pairs out, this step's in
+            return tuple(getattr(s, k) for k in vm._REGS) + (fwd or ())
 
         def steps(_, regs):
             for _ in range(u):
@@ -474,6 +512,8 @@ def _kernel(lay: vm.Layout, limits: Limits, n_i: int, block: int, inner_steps: i
             return k + 1, live(regs), regs
 
         regs = tuple(regs_in_ref[k, :] for k in range(len(vm._REGS)))
+        # nothing forwarded at the start: every pair's "written?" is 0
+        regs += tuple(jnp.zeros_like(lane) for _ in range(8 * forward))
         if outer == "while":
             _, _, regs = lax.while_loop(cond, body, (as_i32(0), live(regs), regs))
         elif outer == "for":
@@ -496,7 +536,7 @@ def _kernel(lay: vm.Layout, limits: Limits, n_i: int, block: int, inner_steps: i
             regs = body((0, 0, regs))[2]
         else:
             raise ValueError(f"outer must be while, for or once: {outer!r}")
-        for k, v in enumerate(regs):
+        for k, v in enumerate(regs[:n_regs]):
             regs_ref[k, :] = v
 
     return kernel
@@ -544,19 +584,24 @@ def advance_lanes(
     lazy: bool = True,
     dispatch: bool | tuple[int, ...] | None = None,
     hoist: int | None = None,
+    forward: int | None = None,
 ) -> vm.Packed:
     """Run every lane of ``lanes`` (vm.Packed with a leading lane axis L) until it stops,
     or for at most ``chunks`` (Int32 scalar, may be traced) loops of ``inner_steps`` steps,
     in one pallas_call; returns the lanes as vm's loop would leave them. ``lazy``: the
     binary operators behind a branch (``_step``); ``dispatch``: a copy of the step per
     opcode for blocks whose running lanes share one (``_step``; None: ``DISPATCH``, read
-    when traced); ``hoist``: the operand loads first (``_step``; None: ``HOIST``)."""
+    when traced); ``hoist``: the operand loads first (``_step``; None: ``HOIST``);
+    ``forward``: the pairs stored by the last this many steps read from registers
+    (``_reader``; None: ``FORWARD``)."""
     if interpret is None:
         interpret = _interpret_here()
     if dispatch is None:
         dispatch = DISPATCH
     if hoist is None:
         hoist = HOIST
+    if forward is None:
+        forward = FORWARD
     lay = vm.layout(limits)
     n = lanes.pid.shape[0]
     bl = _block_size(n, block)
@@ -594,6 +639,7 @@ def advance_lanes(
             lazy,
             dispatch,
             hoist,
+            forward,
         ),
         grid=(n_pad // bl,),
         in_specs=[
@@ -653,6 +699,7 @@ def run_lanes(
         "lazy",
         "dispatch",
         "hoist",
+        "forward",
     ),
 )
 def run_batch(
@@ -671,6 +718,7 @@ def run_batch(
     lazy: bool = True,
     dispatch: bool | tuple[int, ...] | None = None,
     hoist: int | None = None,
+    forward: int | None = None,
 ) -> isa.RunResult:
     """``vm.run_batch`` on this backend, with the kernel's knobs: ``block`` lanes per
     program instance (a power of two), Triton's ``num_warps`` (default block // 32, at
@@ -681,13 +729,14 @@ def run_batch(
     crashes compiling it for an H100: bench/pallas_bisect.py), "once" a single inner
     loop, for bisection only), ``lazy`` (the binary operators behind a branch: ``_step``),
     ``dispatch`` (a copy of the step per opcode, taken when a block's running lanes share
-    one: ``_step``), ``hoist`` (the operand loads first: ``_step``)."""
+    one: ``_step``), ``hoist`` (the operand loads first: ``_step``), ``forward`` (the
+    last steps' stores read from registers: ``_reader``)."""
     t = vm._tables(program)
     pid = jnp.arange(t.code.shape[0], dtype=jnp.int32)
     return run_lanes(t, pid, as_i32(entry), as_i32(args), as_i32(budget), limits, inner_steps,
                      unroll, block=block, num_warps=num_warps, interpret=interpret,
                      barrier=barrier, outer=outer, lazy=lazy, dispatch=dispatch,
-                     hoist=hoist)  # fmt: skip
+                     hoist=hoist, forward=forward)  # fmt: skip
 
 
 @functools.partial(
