@@ -125,11 +125,11 @@ def _one_per_block(batch, entry, args, budget, block=32):
 
 
 @pytest.mark.parametrize(
-    "dispatch,hoist",
-    [(True, 0), (vm_pallas.HOT_OPS, 0), (vm_pallas.HOT_OPS, 2)],
-    ids=["all", "hot", "hot-hoisted"],
+    "dispatch,hoist,forward",
+    [(True, 0, 0), (vm_pallas.HOT_OPS, 0, 0), (vm_pallas.HOT_OPS, 2, 2)],
+    ids=["all", "hot", "hot-hoisted-forwarded"],
 )
-def test_dispatch_same_final_state(dispatch, hoist):
+def test_dispatch_same_final_state(dispatch, hoist, forward):
     """``dispatch=True`` (a copy of the step per opcode, taken when a block's running
     lanes share one: ``vm_pallas._step``) leaves the XLA VM's whole final state (every
     register and memory word of every lane) on the hostile batch of
@@ -139,7 +139,8 @@ def test_dispatch_same_final_state(dispatch, hoist):
     arguments and half with others (specialized while the block's lanes agree, the
     general step once they diverge). With copies for every opcode and for HOT_OPS only
     (the others through the general step even when the block agrees), and with the
-    operand loads hoisted before the choice of copy (``hoist=2``)."""
+    operand loads hoisted before the choice of copy (``hoist=2``) and the words stored
+    by the last two steps read from registers (``forward=2``)."""
     rng, batch, entry, args, budget = _hostile_batch()
     spread = _one_per_block(batch, entry, args, budget)
     idx = np.repeat(np.arange(len(entry)), 32)
@@ -157,10 +158,10 @@ def test_dispatch_same_final_state(dispatch, hoist):
     start = vm.start(*both[:1], limits, *both[1:])
     advance = jax.jit(
         vm_pallas.advance_lanes,
-        static_argnames=("limits", "inner_steps", "block", "dispatch", "hoist"),
+        static_argnames=("limits", "inner_steps", "block", "dispatch", "hoist", "forward"),
     )
     got = advance(start.tables, start.lanes, limits=limits, inner_steps=5, block=32,
-                  dispatch=dispatch, hoist=hoist)  # fmt: skip
+                  dispatch=dispatch, hoist=hoist, forward=forward)  # fmt: skip
     assert_lanes_equal(got, want.lanes)
     status = np.asarray(want.lanes.regs[:, vm._STATUS])
     assert Code.RUNNING not in status
@@ -188,16 +189,19 @@ def test_dispatch_hand_cases_one_per_block():
     assert {Code.OK, Code.ZERO_DIVISION, Code.OVERFLOW, Code.RECURSION} <= statuses
 
 
-def test_blocks_of_one_lane_hoisted_hand_cases():
+@pytest.mark.parametrize("forward", [1, 2])
+def test_blocks_of_one_lane_hoisted_hand_cases(forward):
     """Blocks of ONE lane (a Triton tensor of one element; every step through its
-    opcode's copy when it has one) with the operand loads hoisted (``hoist=2``): the
-    hand cases' every RunResult field equal to the XLA VM's."""
+    opcode's copy when it has one) with the operand loads hoisted (``hoist=2``) and the
+    last steps' stores read from registers (``forward``): the hand cases' every
+    RunResult field equal to the XLA VM's."""
     cases = hand.CASES
     batch = hand.stack_programs([c[1] for c in cases])
     entry = np.array([c[2] for c in cases], np.int32)
     args = np.stack([hand.pad_args(c[3]) for c in cases])
     want = vm.run(batch, hand.SMALL, entry=entry, args=args)
-    got = vm_pallas.run(batch, hand.SMALL, entry=entry, args=args, block=1, hoist=2)
+    got = vm_pallas.run(batch, hand.SMALL, entry=entry, args=args, block=1, hoist=2,
+                        forward=forward)  # fmt: skip
     assert_results_equal(got, want)
 
 
@@ -273,7 +277,7 @@ def test_lowers_to_triton(triton_modules):
         ("eager", {"lazy": False, "dispatch": False}),
         ("general", {"dispatch": False}),
         ("all", {"dispatch": True}),
-        ("hoisted", {"hoist": 2, "block": 1}),
+        ("hoisted", {"hoist": 2, "block": 1, "forward": 2}),
     ):
         text = vm_pallas.lower_triton(batch, hand.SMALL, **options)
         assert text.count("__gpu$xla.gpu.triton") == 1, options
