@@ -185,14 +185,6 @@ def main(argv=None):
                 pr.guarded("timings", "wide", fn, round=rnd, lanes=a.lanes, varied=varied,
                            **opts)  # fmt: skip
 
-    # few lanes: a block per lane against the default blocks
-    for lanes in (int(x) for x in a.few.split(",")):
-        ref = {}
-        for rnd in range(a.rounds):
-            for block in (1, vm_pallas.BLOCK):
-                fn = compared(ref, lanes=lanes, varied=True, block=block, **common)
-                pr.guarded("timings", "few_lanes", fn, round=rnd, lanes=lanes, block=block)
-
     if not a.no_check:
         from bench.vm_dispatch_ab import spread
 
@@ -208,6 +200,15 @@ def main(argv=None):
         pr.guarded("checks", "generated_programs",
                    lambda: pp.check_results(*pp._generated(4 if a.quick else 40), **opts),
                    **opts)  # fmt: skip
+
+    # few lanes: a block per lane against the default blocks
+    for lanes in (int(x) for x in a.few.split(",")):
+        ref = {}
+        for rnd in range(a.rounds):
+            for block in (1, vm_pallas.BLOCK):
+                fn = compared(ref, lanes=lanes, varied=True, block=block, **common)
+                pr.guarded("timings", "few_lanes", fn, round=rnd, lanes=lanes, block=block)
+
     print(f"done in {time.perf_counter() - pp.T0:.1f} s", flush=True)
 
 
