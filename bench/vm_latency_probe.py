@@ -202,7 +202,7 @@ def main(argv=None):
                    **opts)  # fmt: skip
 
     # few lanes: a block per lane against the default blocks
-    for lanes in (int(x) for x in a.few.split(",")):
+    for lanes in (int(x) for x in a.few.split(",") if x):
         ref = {}
         for rnd in range(a.rounds):
             for block in (1, vm_pallas.BLOCK):
