@@ -13,8 +13,8 @@ the one scatter is four masked stores; the n-way selects by opcode are select ch
 
 Design (why it looks like this):
 
-* Grid over blocks of ``block`` lanes (a power of two, default 128; the batch is padded
-  with stopped lanes). One program instance holds its lanes' 12 registers as twelve
+* Grid over blocks of ``block`` lanes (a power of two, default 128, and 1 for a batch of
+  one lane; the batch is padded with stopped lanes). One program instance holds its lanes' 12 registers as twelve
   ``Int32[block]`` vectors in a ``lax.while_loop`` of ``lax.fori_loop``s of
   ``inner_steps`` steps: one kernel launch runs every step of its lanes, and a block
   returns as soon as its own lanes have stopped (no batch-wide lockstep).
@@ -87,8 +87,12 @@ HOT_OPS = tuple(int(op) for op in (
     Op.JUMP_IF_FALSE, Op.NEG, Op.MUL, Op.RETURN_VALUE, Op.LT,
 ))  # fmt: skip
 DISPATCH = HOT_OPS  # the default of ``dispatch`` (read when the kernel is traced)
-HOIST = 0  # the default of ``hoist`` (read when the kernel is traced)
-FORWARD = 0  # the default of ``forward`` (read when the kernel is traced)
+# the defaults of ``hoist`` and ``forward`` (read when the kernel is traced): the operand
+# loads first (one lane +8%, 65,536 lanes +9-13% on an H100); the last steps' stores
+# from registers off (slower everywhere: a stored word comes back from L1 in ~26 ns,
+# and the selects cost more than that; docs/vm.md)
+HOIST = 2
+FORWARD = 0
 CHUNK = 256  # outer iterations per guarded chunk (outer="for")
 
 # the constant table: row 0 the decode row of opcode o (o = N_OPS: invalid, decodes as
@@ -560,6 +564,16 @@ def _interpret_here() -> bool:
     return jax.default_backend() not in ("gpu", "cuda")
 
 
+def _lanes_block(n: int, block: int | None) -> int:
+    """The kernel's block for ``n`` lanes: ``_block_size(n, block)``; by default (None)
+    ``BLOCK``, or ONE lane for a batch of one (no padding lanes, so the block's agreement
+    test has nothing to reduce: one lane ran 4.4e6-4.5e6 steps/s against 3.6e6-3.9e6 in
+    a block of 32 on an H100, docs/vm.md)."""
+    if block is None:
+        return 1 if n == 1 else _block_size(n, BLOCK)
+    return _block_size(n, block)
+
+
 def _block_size(n: int, block: int) -> int:
     """``block``, or for a small batch the power of two that holds it (at least one warp:
     in a block narrower than a warp Triton replicates each lane over several threads)."""
@@ -575,7 +589,7 @@ def advance_lanes(
     inner_steps: int = 16,
     unroll: int = 1,
     *,
-    block: int = BLOCK,
+    block: int | None = None,
     num_warps: int | None = None,
     interpret: bool | None = None,
     barrier: bool = True,
@@ -604,7 +618,7 @@ def advance_lanes(
         forward = FORWARD
     lay = vm.layout(limits)
     n = lanes.pid.shape[0]
-    bl = _block_size(n, block)
+    bl = _lanes_block(n, block)
     if n == 0:
         return lanes
     n_pad = -(-n // bl) * bl
@@ -710,7 +724,7 @@ def run_batch(
     limits: Limits = DEFAULT,
     inner_steps: int = 16,
     unroll: int = 1,
-    block: int = BLOCK,
+    block: int | None = None,
     num_warps: int | None = None,
     interpret: bool | None = None,
     barrier: bool = True,
@@ -721,7 +735,7 @@ def run_batch(
     forward: int | None = None,
 ) -> isa.RunResult:
     """``vm.run_batch`` on this backend, with the kernel's knobs: ``block`` lanes per
-    program instance (a power of two), Triton's ``num_warps`` (default block // 32, at
+    program instance (a power of two; None: ``_lanes_block``'s rule), Triton's ``num_warps`` (default block // 32, at
     most 4), ``interpret`` (None: on a machine without a GPU), ``barrier`` (a block
     barrier after each step's stores; see ``_step``), ``outer`` (the loop around the
     fixed-count inner loop: "for" (default) counted loops of guarded iterations, "while"
@@ -753,7 +767,7 @@ def _advance(t, lanes, chunks, limits, inner_steps, unroll, block, num_warps, in
 
 
 def advance(state: vm.State, limits: Limits = DEFAULT, steps: int | None = None, *,
-            inner_steps: int = 16, unroll: int = 1, block: int = BLOCK,
+            inner_steps: int = 16, unroll: int = 1, block: int | None = None,
             num_warps: int | None = None, interpret: bool | None = None,
             dispatch: bool | tuple[int, ...] | None = None) -> vm.State:  # fmt: skip
     """``vm.advance`` on this backend: every running lane makes at most ``steps`` more
