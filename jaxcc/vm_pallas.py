@@ -42,7 +42,7 @@ Design (why it looks like this):
   disagree takes the general step.
 * The step's operand loads (the two top stack words, the local slot ``fp + arg``) are
   issued first, beside the instruction's (``hoist``), so their latency overlaps the
-  choice of copy: on an H100 one lane +8%, 65,536 lanes +9-13% (docs/vm.md).
+  choice of copy: on an H100 one lane +4-8%, 65,536 lanes +9-13% (docs/vm.md).
 * Loads a step does not need are masked off (a stopped lane loads nothing; the frame
   record only for RETURN_VALUE/LOAD_VAR2, the function row only for CALL/RETURN_VALUE,
   the slot only for SLOT/SLOT2/DEPTH instructions, the third operand only for
@@ -91,7 +91,7 @@ HOT_OPS = tuple(int(op) for op in (
 ))  # fmt: skip
 DISPATCH = HOT_OPS  # the default of ``dispatch`` (read when the kernel is traced)
 # the defaults of ``hoist`` and ``forward`` (read when the kernel is traced): the operand
-# loads first (one lane +8%, 65,536 lanes +9-13% on an H100); the last steps' stores
+# loads first (one lane +4-8%, 65,536 lanes +9-13% on an H100); the last steps' stores
 # from registers off (slower everywhere: a stored word comes back from L1 in ~26 ns,
 # and the selects cost more than that; docs/vm.md)
 HOIST = 2
