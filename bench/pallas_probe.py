@@ -124,11 +124,7 @@ def check_results(batch, limits, entry, args, budget=None, **options):
 def hand_inputs():
     from tests import test_vm as hand  # needs pytest and chex
 
-    cases = hand.CASES
-    batch = hand.stack_programs([c[1] for c in cases])
-    entry = np.array([c[2] for c in cases], np.int32)
-    args = np.stack([hand.pad_args(c[3]) for c in cases])
-    return batch, entry, args, hand.SMALL
+    return (*hand.hand_inputs(), hand.SMALL)
 
 
 def hostile_inputs(n_random=2048, n_hostile=64, seed=1):

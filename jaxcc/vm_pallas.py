@@ -14,8 +14,8 @@ the one scatter is four masked stores; the n-way selects by opcode are select ch
 Design (why it looks like this):
 
 * Grid over blocks of ``block`` lanes (a power of two, default 128, and 1 for a batch of
-  one lane; the batch is padded with stopped lanes). One program instance holds its lanes' 12 registers as twelve
-  ``Int32[block]`` vectors in a ``lax.while_loop`` of ``lax.fori_loop``s of
+  one lane; the batch is padded with stopped lanes). One program instance holds its
+  lanes' 12 registers as twelve ``Int32[block]`` vectors in a ``lax.while_loop`` of ``lax.fori_loop``s of
   ``inner_steps`` steps: one kernel launch runs every step of its lanes, and a block
   returns as soon as its own lanes have stopped (no batch-wide lockstep).
 * Per-lane memory is ``mem: Int32[2, M, L]`` (vm's ``Int32[L, M, 2]`` transposed once
@@ -290,7 +290,7 @@ def _preload(read, lay: vm.Layout, s, head, hoist: int):
 
 def _op_step(consts_ref, code_ref, mem_ref, lane, lay: vm.Layout, limits: Limits, n_i: int, s,
              head, barrier: bool = False, lazy: bool = False, op: int | None = None,
-             pre=None, read=None, writes: bool = False):  # fmt: skip
+             *, pre=None, read, writes: bool = False):  # fmt: skip
     """One step of a block of lanes (every field of ``s`` an Int32[block]); returns the
     lane after it and stores its (at most two) pairs. The same as ``vm._step`` lane by
     lane: ``_fetch`` here, then vm.py's ``_check``, ``_registers``, ``_write_pairs``,
@@ -308,8 +308,7 @@ def _op_step(consts_ref, code_ref, mem_ref, lane, lay: vm.Layout, limits: Limits
     ``op``: every running lane is at opcode ``op`` (``_step``'s dispatch): the step with
     that constant in place of the opcode read; the binary and unary operators are then
     computed only in their own opcodes' copies. ``pre``: ``_preload``'s values; ``read``:
-    ``_reader``'s (default: memory); ``writes``: also return the pairs it stored."""
-    read = _reader(mem_ref, lane) if read is None else read
+    ``_reader``'s; ``writes``: also return the pairs it stored."""
     f = _fetch(consts_ref, code_ref, read, lay, n_i, s, head, op, pre)
 
     def skip(o, a, b):
@@ -357,9 +356,9 @@ def _op_step(consts_ref, code_ref, mem_ref, lane, lay: vm.Layout, limits: Limits
     return lane_after, tuple(as_i32(jnp.broadcast_to(v, s.pc.shape)) for v in pairs)
 
 
-def _fetch(consts_ref, code_ref, read, lay: vm.Layout, n_i: int, s, head,
+def _fetch(consts_ref, code_ref, mem, lay: vm.Layout, n_i: int, s, head,
            op: int | None = None, pre=None) -> vm._Fetched:  # fmt: skip
-    """vm._fetch with Ref loads (code_ref: Int32[P, I + 2F, 2] with I = n_i; ``read``:
+    """vm._fetch with Ref loads (code_ref: Int32[P, I + 2F, 2] with I = n_i; ``mem``:
     ``_reader`` of this block's Int32[2, M, block]): the same values wherever vm.py's
     step uses them.
     ``head``: ``_head``'s decoded instruction; ``op``: the opcode of every running lane
@@ -371,8 +370,6 @@ def _fetch(consts_ref, code_ref, read, lay: vm.Layout, n_i: int, s, head,
 
     def code(col, row, mask):
         return plt.load(code_ref.at[pid, row, col], mask=mask, other=0)
-
-    mem = read
 
     run, o, a, valid = head
     if op is None:
@@ -407,12 +404,7 @@ def _fetch(consts_ref, code_ref, read, lay: vm.Layout, n_i: int, s, head,
     else:
         second, top = pre[0], pre[1]
     need_slot = run & (is_slot | is_slot2 | is_depth)
-    if (
-        pre is not None
-        and pre[2] is not None
-        and op is not None
-        and int(_CONSTS[0, op]) >> 8 == ArgKind.SLOT
-    ):
+    if pre is not None and pre[2] is not None and op is not None and vm._TAB[op, 0] == ArgKind.SLOT:
         slot = pre[2]  # every running lane's slot is fp + a: the hoisted pair
     else:
         slot = (mem(0, sl, need_slot), mem(1, sl, need_slot))

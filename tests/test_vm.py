@@ -740,12 +740,16 @@ case(
 )  # fmt: skip
 
 
+def hand_inputs(cases=CASES):
+    """(batch, entry, args) of the hand cases, one lane each."""
+    batch = stack_programs([c[1] for c in cases])
+    entry = np.array([c[2] for c in cases], np.int32)
+    return batch, entry, np.stack([pad_args(c[3]) for c in cases])
+
+
 @functools.cache
 def hand_results():
-    progs = [c[1] for c in CASES]
-    batch = stack_programs(progs)
-    entry = np.array([c[2] for c in CASES], np.int32)
-    args = np.stack([pad_args(c[3]) for c in CASES])
+    batch, entry, args = hand_inputs()
     got = jax.device_get(vm.run(batch, SMALL, entry=entry, args=args))
     want = [run_program(c[1], SMALL, c[2], c[3]) for c in CASES]
     return got, want

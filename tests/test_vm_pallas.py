@@ -48,9 +48,7 @@ def test_hand_cases_equal_xla():
     """tests/test_vm.py's hand cases through the public switch, vm.run(backend="pallas"):
     206 lanes in blocks of 128, so the last block is padded with stopped lanes."""
     cases = hand.CASES
-    batch = hand.stack_programs([c[1] for c in cases])
-    entry = np.array([c[2] for c in cases], np.int32)
-    args = np.stack([hand.pad_args(c[3]) for c in cases])
+    batch, entry, args = hand.hand_inputs(cases)
     want = vm.run(batch, hand.SMALL, entry=entry, args=args)
     got = vm.run(batch, hand.SMALL, entry=entry, args=args, backend="pallas")
     assert len(cases) % vm_pallas.BLOCK != 0
@@ -176,9 +174,7 @@ def test_dispatch_hand_cases_one_per_block():
     cause), each alone in a block so that every step runs its opcode's copy: every
     RunResult field equal to the XLA VM's."""
     cases = hand.CASES
-    batch = hand.stack_programs([c[1] for c in cases])
-    entry = np.array([c[2] for c in cases], np.int32)
-    args = np.stack([hand.pad_args(c[3]) for c in cases])
+    batch, entry, args = hand.hand_inputs(cases)
     budget = np.full(len(cases), hand.SMALL.max_steps, np.int32)
     batch, entry, args, budget = _one_per_block(batch, entry, args, budget)
     want = vm.run(batch, hand.SMALL, entry=entry, args=args, budget=budget)
@@ -195,10 +191,7 @@ def test_blocks_of_one_lane_hoisted_hand_cases(forward):
     opcode's copy when it has one) with the operand loads hoisted (``hoist=2``) and the
     last steps' stores read from registers (``forward``): the hand cases' every
     RunResult field equal to the XLA VM's."""
-    cases = hand.CASES
-    batch = hand.stack_programs([c[1] for c in cases])
-    entry = np.array([c[2] for c in cases], np.int32)
-    args = np.stack([hand.pad_args(c[3]) for c in cases])
+    batch, entry, args = hand.hand_inputs()
     want = vm.run(batch, hand.SMALL, entry=entry, args=args)
     got = vm_pallas.run(batch, hand.SMALL, entry=entry, args=args, block=1, hoist=2,
                         forward=forward)  # fmt: skip
@@ -330,10 +323,7 @@ def test_slices_equal_xla_slices():
     the whole state XLA's vm.advance leaves (every register, every memory word), and its
     slices end where one vm.run ends; hand cases with long runs and timeouts, S = 7 (the
     inner loop becomes 1 step: gcd) and S = 48."""
-    cases = hand.CASES
-    batch = hand.stack_programs([c[1] for c in cases])
-    entry = np.array([c[2] for c in cases], np.int32)
-    args = np.stack([hand.pad_args(c[3]) for c in cases])
+    batch, entry, args = hand.hand_inputs()
     lim = hand.SMALL
     want_final = vm.run(batch, lim, entry=entry, args=args)
     for s in (7, 48):
@@ -357,9 +347,7 @@ def test_driver_on_the_kernel_equals_vm_run():
     from jaxcc import driver
 
     cases = hand.CASES[:24]
-    batch = hand.stack_programs([c[1] for c in cases])
-    entry = np.array([c[2] for c in cases], np.int32)
-    args = np.stack([hand.pad_args(c[3]) for c in cases])
+    batch, entry, args = hand.hand_inputs(cases)
     want = vm.run(batch, hand.SMALL, entry=entry, args=args)
     got = driver.run(batch, hand.SMALL, entry, args, slice_steps=40, ratio=2, smallest=8,
                      backend="pallas")  # fmt: skip
