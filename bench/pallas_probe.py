@@ -157,7 +157,8 @@ def check_state(batch, entry, args, budget, limits, **options):
     start = vm.start(batch, limits, entry, args, budget)
     adv = jax.jit(vm_pallas.advance_lanes,
                   static_argnames=("limits", "inner_steps", "unroll", "block", "num_warps",
-                                   "barrier", "lazy", "dispatch", "hoist", "forward"))  # fmt: skip
+                                   "barrier", "lazy", "dispatch", "hoist", "forward",
+                                   "prefetch"))  # fmt: skip
     got, first_s = timed(lambda: adv(start.tables, start.lanes, limits=limits, **options))
     bad = diff_fields(jax.device_get(got), jax.device_get(want.lanes), vm.Packed._fields)
     status = np.asarray(want.lanes.regs[:, vm._STATUS])

@@ -17,14 +17,15 @@ and the kernel with narrower blocks. One process:
      variable stored a few steps ago: does a stored line stay in L1?).
 
 2. The kernel on one lane (bench/pallas_probe.py's sum of squares, ~9,000 steps) with
-   blocks of 32 lanes (what ``vm_pallas._block_size`` gives one lane) and of 1, the
-   operand loads hoisted (``hoist``) or not, the last steps' stores forwarded in
-   registers (``forward``) or not, barrier on and off, in alternating rounds; the same
-   options on 65,536 lanes (their cost where latency is hidden); and few-lane batches (``--few``) with blocks of 1
-   and of the default (lane-steps/s: a block per lane has no lockstep divergence and
-   always runs its opcode's copy, but uses one thread of 32).
-3. Checks with blocks of 1 lane against the XLA VM: the whole final state of the hostile
-   batch, the hand cases, generated programs.
+   each option set of ``ONE_LANE`` (session 47: blocks of 32 and 1, ``hoist``,
+   ``forward``, the barrier; session 48: ``prefetch``, ``unroll``), in alternating
+   rounds; the sets of ``WIDE`` on 65,536 lanes (their cost where latency is hidden);
+   and few-lane batches (``--few``) with blocks of 1 and of the default (lane-steps/s:
+   a block per lane has no lockstep divergence and always runs its opcode's copy, but
+   uses one thread of 32).
+3. Checks against the XLA VM with the sets of ``CHECKS``: the whole final state of the
+   hostile batch (and laid out one lane per block), the hand cases and generated
+   programs in blocks of one lane.
 
     PYTHONPATH=. python bench/vm_latency_probe.py      # JSON lines; $OUT/vm_latency_probe.json
     PYTHONPATH=. python bench/vm_latency_probe.py --quick   # CPU smoke (interpret mode)
@@ -121,6 +122,17 @@ def floor(kind, block, k, repeats, interpret):
                 ms={str(kk): round(1e3 * t, 4) for kk, t in times.items()})  # fmt: skip
 
 
+# the variants timed and checked (each a dict of run_batch options; the others default).
+# Session 47's (docs/results/2026-12-07-h100-latency) were block, barrier, hoist and
+# forward; session 48's the prefetched instruction (``prefetch``) and two steps per
+# inner-loop iteration (``unroll``).
+ONE_LANE = [dict(block=1), dict(block=1, prefetch=1), dict(block=1, prefetch=2),
+            dict(block=1, prefetch=2, hoist=0), dict(block=1, prefetch=2, unroll=2),
+            dict(block=1, unroll=2)]  # fmt: skip
+WIDE = [dict(), dict(prefetch=1), dict(prefetch=2)]
+CHECKS = [dict(prefetch=2, forward=2), dict(prefetch=1), dict(block=1, prefetch=2)]
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--n", type=int, default=1000)
@@ -163,24 +175,20 @@ def main(argv=None):
         return fn
 
     common = dict(n=a.n, repeats=a.repeats, inner_steps=16)
-    # one lane: blocks of 32 (what _block_size gives one lane) against 1, the operand
-    # loads hoisted or not, the barrier on and off; alternating rounds
-    # (block, barrier, hoist, forward)
-    variants = [(32, True, 0, 0), (1, True, 0, 0), (1, True, 2, 0), (1, True, 2, 1),
-                (1, True, 2, 2), (1, True, 0, 2), (32, True, 2, 2), (1, False, 2, 2)]  # fmt: skip
+    # one lane: each variant's options (the kernel's defaults for the others), in
+    # alternating rounds; the first is the kernel's defaults of session 47 (block 1 for
+    # one lane, hoist=2)
     ref = {}
     for rnd in range(a.rounds):
-        for block, barrier, hoist, forward in variants:
-            opts = dict(block=block, barrier=barrier, hoist=hoist, forward=forward)
+        for opts in ONE_LANE:
             fn = compared(ref, lanes=1, varied=False, **opts, **common)
             pr.guarded("timings", "one_lane", fn, round=rnd, **opts)
 
-    # many lanes (throughput): what the hoisted loads cost where latency is hidden
+    # many lanes (throughput): what the options cost where latency is hidden
     for varied in (False, True):
         ref = {}
         for rnd in range(a.rounds):
-            for hoist, forward in ((0, 0), (2, 0), (2, 2), (0, 1)):
-                opts = dict(hoist=hoist, forward=forward)
+            for opts in WIDE:
                 fn = compared(ref, lanes=a.lanes, varied=varied, **opts, **common)
                 pr.guarded("timings", "wide", fn, round=rnd, lanes=a.lanes, varied=varied,
                            **opts)  # fmt: skip
@@ -189,13 +197,12 @@ def main(argv=None):
         from bench.vm_dispatch_ab import spread
 
         hostile = pp.hostile_inputs(*((24, 8) if a.quick else ()))
-        for opts in (dict(block=1, hoist=2, forward=2), dict(hoist=2, forward=2), dict(forward=1),
-                     dict(block=1), dict(hoist=1)):  # fmt: skip
+        for opts in CHECKS:
             pr.guarded("checks", "hostile", lambda o=opts: pp.check_state(*hostile, **o), **opts)
-        opts = dict(hoist=2, forward=2)
+        opts = CHECKS[0]
         pr.guarded("checks", "hostile_spread",
                    lambda: pp.check_state(*spread(hostile), **opts), **opts)  # fmt: skip
-        opts = dict(block=1, hoist=2, forward=2)
+        opts = dict(block=1, **CHECKS[0])
         pr.guarded("checks", "hand_cases", lambda: pp.check_results(*pp._hand(), **opts), **opts)
         pr.guarded("checks", "generated_programs",
                    lambda: pp.check_results(*pp._generated(4 if a.quick else 40), **opts),

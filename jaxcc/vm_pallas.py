@@ -96,6 +96,9 @@ DISPATCH = HOT_OPS  # the default of ``dispatch`` (read when the kernel is trace
 # and the selects cost more than that; docs/vm.md)
 HOIST = 2
 FORWARD = 0
+# the default of ``prefetch`` (read when the kernel is traced): the next instruction loaded
+# by the step before, as soon as its pc is known (``_op_step``'s fetch_next)
+PREFETCH = 0
 CHUNK = 256  # outer iterations per guarded chunk (outer="for")
 
 # the constant table: row 0 the decode row of opcode o (o = N_OPS: invalid, decodes as
@@ -153,7 +156,7 @@ def _contiguous(ops) -> bool:
 
 def _step(consts_ref, code_ref, mem_ref, lane, lay: vm.Layout, limits: Limits, n_i: int, s,
           barrier: bool = False, lazy: bool = False, dispatch=False, hoist: int = 0,
-          fwd=None):  # fmt: skip
+          fwd=None, pf=None, prefetch: int = 0):  # fmt: skip
     """One step of a block of lanes (every field of ``s`` an Int32[block]); returns the
     lane after it and stores its (at most two) pairs: ``_op_step`` on the block's lanes.
     With ``fwd`` (``_reader``'s pairs stored by the last steps), returns (lane, the
@@ -174,12 +177,17 @@ def _step(consts_ref, code_ref, mem_ref, lane, lay: vm.Layout, limits: Limits, n
     choice of copy instead of following them: 1 the two top stack words (every running
     lane reads them anyway), 2 also the local slot ``fp + arg`` (read by every lane, used
     by SLOT-kind opcodes: LOAD_VAR, STORE_VAR). Every value is the one the step would
-    load later: nothing is stored between."""
-    head = _head(code_ref, n_i, s)
+    load later: nothing is stored between.
+
+    ``pf`` (with ``prefetch`` 1 or 2): the instruction the step before prefetched, the
+    triple (pc, opcode word, argument word); the step's instruction is taken from it
+    (``_head_carried``), and the step returns (..., the triple for the next step)."""
+    head = _head(code_ref, n_i, s) if pf is None else _head_carried(code_ref, s, pf, prefetch)
     read = _reader(mem_ref, lane, fwd)
     pre = _preload(read, lay, s, head, hoist)
     step = functools.partial(_op_step, consts_ref, code_ref, mem_ref, lane, lay, limits, n_i,
-                             s, head, pre=pre, read=read, writes=fwd is not None)  # fmt: skip
+                             s, head, pre=pre, read=read, writes=fwd is not None,
+                             fetch_next=pf is not None)  # fmt: skip
     ops = _dispatch_ops(dispatch)
     if not ops:
         return step(barrier, lazy)
@@ -242,6 +250,46 @@ def _head(code_ref, n_i: int, s):
     return run, jnp.where(valid, o, _N_OPS), a, valid
 
 
+def _next_head(code_ref, s, npc, run):
+    """``_op_step``'s prefetch: the instruction words at ``npc`` (the pc after the step
+    if the instruction completes, the only way a lane goes on running), as ``_head``
+    would load them there; masked by ``run`` (the lanes running now). Returns the
+    triple (npc, opcode word, argument word)."""
+    at = _place(npc, code_ref.shape[1], 1)
+    o = plt.load(code_ref.at[s.pid, at, 0], mask=run, other=0)
+    a = plt.load(code_ref.at[s.pid, at, 1], mask=run, other=0)
+    return as_i32(jnp.broadcast_to(npc, s.pc.shape)), o, a
+
+
+def _head_carried(code_ref, s, pf, prefetch: int):
+    """``_head`` from the triple the step before prefetched (``_next_head``): the same
+    values. A lane running now was running then, so its words were loaded at
+    ``_place(cpc)``, which is ``_place(pc)`` when ``pc == cpc``; the code is never
+    written. Where pc differs (the instruction did not complete, so the lane has
+    stopped; or a carried triple that was never loaded for this pc) the words are loaded
+    here: by a masked load beside the select (``prefetch`` 1), or behind a branch taken
+    only when a running lane of the block misses (2)."""
+    cpc, co, ca = pf
+    run = s.status == Code.RUNNING
+    miss = run & (cpc != s.pc)
+    at = _place(s.pc, code_ref.shape[1], 1)
+
+    def fill():
+        lo = plt.load(code_ref.at[s.pid, at, 0], mask=miss, other=0)
+        la = plt.load(code_ref.at[s.pid, at, 1], mask=miss, other=0)
+        return jnp.where(miss, lo, co), jnp.where(miss, la, ca)
+
+    if prefetch == 1:
+        o, a = fill()
+    else:
+        need = jnp.max(jnp.where(miss, 1, 0)) > 0
+        o, a = lax.cond(need, fill, lambda: (co, ca))
+    o, a = jnp.where(run, o, 0), jnp.where(run, a, 0)  # as _head's masked loads give
+    pc_ok = (s.pc >= 0) & (s.pc < s.n_code)
+    valid = pc_ok & (o >= 0) & (o < _N_OPS)
+    return run, jnp.where(valid, o, _N_OPS), a, valid
+
+
 def _window(lay: vm.Layout, s):
     """Where the top three stack words of the lane are (``_place``d: always in range)."""
     return _place(s.sp + (lay.stack0 - vm._GUARD), lay.size, 3)
@@ -290,7 +338,7 @@ def _preload(read, lay: vm.Layout, s, head, hoist: int):
 
 def _op_step(consts_ref, code_ref, mem_ref, lane, lay: vm.Layout, limits: Limits, n_i: int, s,
              head, barrier: bool = False, lazy: bool = False, op: int | None = None,
-             *, pre=None, read, writes: bool = False):  # fmt: skip
+             *, pre=None, read, writes: bool = False, fetch_next: bool = False):  # fmt: skip
     """One step of a block of lanes (every field of ``s`` an Int32[block]); returns the
     lane after it and stores its (at most two) pairs. The same as ``vm._step`` lane by
     lane: ``_fetch`` here, then vm.py's ``_check``, ``_registers``, ``_write_pairs``,
@@ -308,7 +356,11 @@ def _op_step(consts_ref, code_ref, mem_ref, lane, lay: vm.Layout, limits: Limits
     ``op``: every running lane is at opcode ``op`` (``_step``'s dispatch): the step with
     that constant in place of the opcode read; the binary and unary operators are then
     computed only in their own opcodes' copies. ``pre``: ``_preload``'s values; ``read``:
-    ``_reader``'s; ``writes``: also return the pairs it stored."""
+    ``_reader``'s; ``writes``: also return the pairs it stored; ``fetch_next``: also
+    return the next step's instruction (``_next_head``), loaded as soon as the pc after
+    the instruction is known (in a copy of one opcode that is early: pc + 1, or the
+    argument of a jump) and before this step's stores, so that its latency overlaps the
+    rest of the step instead of starting the next one."""
     f = _fetch(consts_ref, code_ref, read, lay, n_i, s, head, op, pre)
 
     def skip(o, a, b):
@@ -337,6 +389,7 @@ def _op_step(consts_ref, code_ref, mem_ref, lane, lay: vm.Layout, limits: Limits
 
     x = vm._check(limits, s, f, binary=binary, unary=unary, first=_first)
     r = vm._registers(s, f, x)
+    nxt = _next_head(code_ref, s, r.pc, f.run) if fetch_next else None
     w1, i1, v1a, v1b, w2, i2, v2a, v2b = vm._write_pairs(lay, s, f, x, r)
     m = lay.size
     for col, i, v, w in ((0, i1, v1a, w1), (1, i1, v1b, w1), (0, i2, v2a, w2), (1, i2, v2b, w2)):
@@ -350,10 +403,13 @@ def _op_step(consts_ref, code_ref, mem_ref, lane, lay: vm.Layout, limits: Limits
         # writes visible to all of its threads. (Interpret mode has no such rule.)
         plt.debug_barrier()
     lane_after = vm._update(s, f, x, r, None)
-    if not writes:
-        return lane_after
-    pairs = (w1, i1, v1a, v1b, w2, i2, v2a, v2b)
-    return lane_after, tuple(as_i32(jnp.broadcast_to(v, s.pc.shape)) for v in pairs)
+    out = (lane_after,)
+    if writes:
+        pairs = (w1, i1, v1a, v1b, w2, i2, v2a, v2b)
+        out += (tuple(as_i32(jnp.broadcast_to(v, s.pc.shape)) for v in pairs),)
+    if fetch_next:
+        out += (nxt,)
+    return out[0] if len(out) == 1 else out
 
 
 def _fetch(consts_ref, code_ref, mem, lay: vm.Layout, n_i: int, s, head,
@@ -452,9 +508,11 @@ def _fetch(consts_ref, code_ref, mem, lay: vm.Layout, n_i: int, s, head,
 
 def _kernel(lay: vm.Layout, limits: Limits, n_i: int, block: int, inner_steps: int, unroll: int,
             barrier: bool, outer: str = "for", lazy: bool = False,
-            dispatch=False, hoist: int = 0, forward: int = 0):  # fmt: skip
+            dispatch=False, hoist: int = 0, forward: int = 0,
+            prefetch: int = 0):  # fmt: skip
     """The kernel of one block of lanes (``forward``: the pairs stored by that many last
-    steps carried in registers, ``_reader``).
+    steps carried in registers, ``_reader``; ``prefetch``: the next instruction carried,
+    ``_head_carried``).
 
     Equivalent plain Python (``lanes``: this block's lanes):
 
@@ -485,13 +543,17 @@ def _kernel(lay: vm.Layout, limits: Limits, n_i: int, block: int, inner_steps: i
         def one(regs):  # the lane's registers, then the forwarded pairs
             s = vm.Lane(pid=pid, budget=budget, n_code=n_code, n_funcs=n_funcs, mem=None,
                         **dict(zip(vm._REGS, regs[:n_regs], strict=True)))  # fmt: skip
-            fwd = regs[n_regs:] if forward else None
-            s = _step(consts_ref, code_ref, mem_ref, lane, lay, limits, n_i, s, barrier, lazy,
-                      dispatch, hoist, fwd)  # fmt: skip
+            fwd = regs[n_regs : n_regs + 8 * forward] if forward else None
+            pf = regs[n_regs + 8 * forward :] if prefetch else None
+            out = _step(consts_ref, code_ref, mem_ref, lane, lay, limits, n_i, s, barrier,
+                        lazy, dispatch, hoist, fwd, pf, prefetch)  # fmt: skip
+            out = out if (forward or prefetch) else (out,)
+            s = out[0]
             if forward:
-                s, pairs = s
-                fwd = fwd[8:] + pairs  # the oldest step's two pairs out, this step's in
-            return tuple(getattr(s, k) for k in vm._REGS) + (fwd or ())
+                fwd = fwd[8:] + out[1]  # the oldest step's two pairs out, this step's in
+            if prefetch:
+                pf = out[-1]
+            return tuple(getattr(s, k) for k in vm._REGS) + (fwd or ()) + (pf or ())
 
         def steps(_, regs):
             for _ in range(u):
@@ -513,6 +575,10 @@ def _kernel(lay: vm.Layout, limits: Limits, n_i: int, block: int, inner_steps: i
         regs = tuple(regs_in_ref[k, :] for k in range(len(vm._REGS)))
         # nothing forwarded at the start: every pair's "written?" is 0
         regs += tuple(jnp.zeros_like(lane) for _ in range(8 * forward))
+        if prefetch:  # the first instruction, as _head loads it
+            s = vm.Lane(pid=pid, budget=budget, n_code=n_code, n_funcs=n_funcs, mem=None,
+                        **dict(zip(vm._REGS, regs[:n_regs], strict=True)))  # fmt: skip
+            regs += _next_head(code_ref, s, s.pc, s.status == Code.RUNNING)
         if outer == "while":
             _, _, regs = lax.while_loop(cond, body, (as_i32(0), live(regs), regs))
         elif outer == "for":
@@ -594,6 +660,7 @@ def advance_lanes(
     dispatch: bool | tuple[int, ...] | None = None,
     hoist: int | None = None,
     forward: int | None = None,
+    prefetch: int | None = None,
 ) -> vm.Packed:
     """Run every lane of ``lanes`` (vm.Packed with a leading lane axis L) until it stops,
     or for at most ``chunks`` (Int32 scalar, may be traced) loops of ``inner_steps`` steps,
@@ -602,7 +669,8 @@ def advance_lanes(
     opcode for blocks whose running lanes share one (``_step``; None: ``DISPATCH``, read
     when traced); ``hoist``: the operand loads first (``_step``; None: ``HOIST``);
     ``forward``: the pairs stored by the last this many steps read from registers
-    (``_reader``; None: ``FORWARD``)."""
+    (``_reader``; None: ``FORWARD``); ``prefetch``: each step loads the next one's
+    instruction (``_head_carried``; 0 off, 1 or 2; None: ``PREFETCH``)."""
     if interpret is None:
         interpret = _interpret_here()
     if dispatch is None:
@@ -611,6 +679,8 @@ def advance_lanes(
         hoist = HOIST
     if forward is None:
         forward = FORWARD
+    if prefetch is None:
+        prefetch = PREFETCH
     lay = vm.layout(limits)
     n = lanes.pid.shape[0]
     bl = _lanes_block(n, block)
@@ -649,6 +719,7 @@ def advance_lanes(
             dispatch,
             hoist,
             forward,
+            prefetch,
         ),
         grid=(n_pad // bl,),
         in_specs=[
@@ -709,6 +780,7 @@ def run_lanes(
         "dispatch",
         "hoist",
         "forward",
+        "prefetch",
     ),
 )
 def run_batch(
@@ -728,6 +800,7 @@ def run_batch(
     dispatch: bool | tuple[int, ...] | None = None,
     hoist: int | None = None,
     forward: int | None = None,
+    prefetch: int | None = None,
 ) -> isa.RunResult:
     """``vm.run_batch`` on this backend, with the kernel's knobs: ``block`` lanes per
     program instance (a power of two; None: ``_lanes_block``'s rule), Triton's ``num_warps`` (default block // 32, at
@@ -739,13 +812,14 @@ def run_batch(
     loop, for bisection only), ``lazy`` (the binary operators behind a branch: ``_step``),
     ``dispatch`` (a copy of the step per opcode, taken when a block's running lanes share
     one: ``_step``), ``hoist`` (the operand loads first: ``_step``), ``forward`` (the
-    last steps' stores read from registers: ``_reader``)."""
+    last steps' stores read from registers: ``_reader``), ``prefetch`` (each step loads
+    the next one's instruction: ``_head_carried``)."""
     t = vm._tables(program)
     pid = jnp.arange(t.code.shape[0], dtype=jnp.int32)
     return run_lanes(t, pid, as_i32(entry), as_i32(args), as_i32(budget), limits, inner_steps,
                      unroll, block=block, num_warps=num_warps, interpret=interpret,
                      barrier=barrier, outer=outer, lazy=lazy, dispatch=dispatch,
-                     hoist=hoist, forward=forward)  # fmt: skip
+                     hoist=hoist, forward=forward, prefetch=prefetch)  # fmt: skip
 
 
 @functools.partial(

@@ -123,11 +123,11 @@ def _one_per_block(batch, entry, args, budget, block=32):
 
 
 @pytest.mark.parametrize(
-    "dispatch,hoist,forward",
-    [(True, 0, 0), (vm_pallas.HOT_OPS, 0, 0), (vm_pallas.HOT_OPS, 2, 2)],
-    ids=["all", "hot", "hot-hoisted-forwarded"],
+    "dispatch,hoist,forward,prefetch",
+    [(True, 0, 0, 0), (vm_pallas.HOT_OPS, 0, 0, 0), (vm_pallas.HOT_OPS, 2, 2, 1)],
+    ids=["all", "hot", "hot-hoisted-forwarded-prefetched"],
 )
-def test_dispatch_same_final_state(dispatch, hoist, forward):
+def test_dispatch_same_final_state(dispatch, hoist, forward, prefetch):
     """``dispatch=True`` (a copy of the step per opcode, taken when a block's running
     lanes share one: ``vm_pallas._step``) leaves the XLA VM's whole final state (every
     register and memory word of every lane) on the hostile batch of
@@ -137,8 +137,9 @@ def test_dispatch_same_final_state(dispatch, hoist, forward):
     arguments and half with others (specialized while the block's lanes agree, the
     general step once they diverge). With copies for every opcode and for HOT_OPS only
     (the others through the general step even when the block agrees), and with the
-    operand loads hoisted before the choice of copy (``hoist=2``) and the words stored
-    by the last two steps read from registers (``forward=2``)."""
+    operand loads hoisted before the choice of copy (``hoist=2``), the words stored by
+    the last two steps read from registers (``forward=2``) and each instruction loaded
+    by the step before (``prefetch=1``)."""
     rng, batch, entry, args, budget = _hostile_batch()
     spread = _one_per_block(batch, entry, args, budget)
     idx = np.repeat(np.arange(len(entry)), 32)
@@ -156,10 +157,11 @@ def test_dispatch_same_final_state(dispatch, hoist, forward):
     start = vm.start(*both[:1], limits, *both[1:])
     advance = jax.jit(
         vm_pallas.advance_lanes,
-        static_argnames=("limits", "inner_steps", "block", "dispatch", "hoist", "forward"),
+        static_argnames=("limits", "inner_steps", "block", "dispatch", "hoist", "forward",
+                         "prefetch"),
     )
     got = advance(start.tables, start.lanes, limits=limits, inner_steps=5, block=32,
-                  dispatch=dispatch, hoist=hoist, forward=forward)  # fmt: skip
+                  dispatch=dispatch, hoist=hoist, forward=forward, prefetch=prefetch)  # fmt: skip
     assert_lanes_equal(got, want.lanes)
     status = np.asarray(want.lanes.regs[:, vm._STATUS])
     assert Code.RUNNING not in status
@@ -185,17 +187,65 @@ def test_dispatch_hand_cases_one_per_block():
     assert {Code.OK, Code.ZERO_DIVISION, Code.OVERFLOW, Code.RECURSION} <= statuses
 
 
-@pytest.mark.parametrize("forward", [1, 2])
-def test_blocks_of_one_lane_hoisted_hand_cases(forward):
+@pytest.mark.parametrize("forward,prefetch", [(1, 0), (2, 0), (0, 2)])
+def test_blocks_of_one_lane_hoisted_hand_cases(forward, prefetch):
     """Blocks of ONE lane (a Triton tensor of one element; every step through its
     opcode's copy when it has one) with the operand loads hoisted (``hoist=2``) and the
-    last steps' stores read from registers (``forward``): the hand cases' every
-    RunResult field equal to the XLA VM's."""
+    last steps' stores read from registers (``forward``) or each instruction loaded by
+    the step before (``prefetch``): the hand cases' every RunResult field equal to the
+    XLA VM's."""
     batch, entry, args = hand.hand_inputs()
     want = vm.run(batch, hand.SMALL, entry=entry, args=args)
     got = vm_pallas.run(batch, hand.SMALL, entry=entry, args=args, block=1, hoist=2,
-                        forward=forward)  # fmt: skip
+                        forward=forward, prefetch=prefetch)  # fmt: skip
     assert_results_equal(got, want)
+
+
+@pytest.mark.parametrize("prefetch", [1, 2])
+def test_carried_instruction_is_the_loaded_one(prefetch):
+    """``_head_carried`` gives ``_head``'s values for every lane: running or stopped, pc
+    in or out of the code (negative, past the end, past the rows), a carried triple
+    that was loaded at this pc (as the step before loads it: ``_next_head``) or one for
+    another pc with garbage words (it must load, not trust them). In one kernel, in
+    interpret mode."""
+    from jax.experimental import pallas as pl
+
+    rng = np.random.default_rng(7)
+    n, p, rows = 64, 3, 16
+    code = rng.integers(-2, isa.N_OPS + 3, (p, rows, 2)).astype(np.int32)
+    pid = rng.integers(0, p, n).astype(np.int32)
+    pc = rng.integers(-20, rows + 20, n).astype(np.int32)
+    n_code = rng.integers(0, rows + 1, n).astype(np.int32)
+    status = np.where(rng.random(n) < 0.7, Code.RUNNING, Code.OK).astype(np.int32)
+    hit = rng.random(n) < 0.5
+    cpc = np.where(hit, pc, pc + rng.integers(1, 5, n)).astype(np.int32)
+    at = np.clip(np.where(pc < 0, pc + rows, pc), 0, rows - 1)
+    run = status == Code.RUNNING
+    # what the step before loaded: the words at pc for a hit (masked by its running
+    # lanes, which include every lane running now), garbage otherwise
+    junk = rng.integers(-99, 99, (2, n)).astype(np.int32)
+    co = np.where(hit & run, code[pid, at, 0], junk[0]).astype(np.int32)
+    ca = np.where(hit & run, code[pid, at, 1], junk[1]).astype(np.int32)
+    regs = np.stack([pid, pc, n_code, status, cpc, co, ca])
+
+    def kernel(code_ref, regs_ref, out_ref):
+        r = [regs_ref[k, :] for k in range(7)]
+        zero = r[0] * 0
+        s = vm.Lane(pid=r[0], budget=zero, n_code=r[2], n_funcs=zero, mem=None,
+                    **{k: (r[1] if k == "pc" else r[3] if k == "status" else zero)
+                       for k in vm._REGS})  # fmt: skip
+        want = vm_pallas._head(code_ref, rows, s)
+        got = vm_pallas._head_carried(code_ref, s, tuple(r[4:]), prefetch)
+        for k, v in enumerate(want + got):
+            out_ref[k, :] = v.astype(np.int32)
+
+    out = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((8, n), np.int32),
+                         interpret=True)(code, regs)  # fmt: skip
+    out = np.asarray(out)
+    np.testing.assert_array_equal(out[4:], out[:4])
+    # the cases the test is for all occur: running misses among them
+    assert (run & ~hit).sum() > 5 and (run & hit).sum() > 5
+    assert (out[3] == 1).sum() > 5 and (out[3] == 0).sum() > 5  # valid and invalid
 
 
 # compiled generated programs: small enough for quick interpret-mode runs
@@ -271,6 +321,8 @@ def test_lowers_to_triton(triton_modules):
         ("general", {"dispatch": False}),
         ("all", {"dispatch": True}),
         ("hoisted", {"hoist": 2, "block": 1, "forward": 2}),
+        ("prefetched", {"prefetch": 1, "block": 1}),
+        ("prefetched-branch", {"prefetch": 2}),
     ):
         text = vm_pallas.lower_triton(batch, hand.SMALL, **options)
         assert text.count("__gpu$xla.gpu.triton") == 1, options
