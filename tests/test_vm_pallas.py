@@ -159,7 +159,7 @@ def test_dispatch_same_final_state(dispatch, hoist, forward, prefetch):
         vm_pallas.advance_lanes,
         static_argnames=("limits", "inner_steps", "block", "dispatch", "hoist", "forward",
                          "prefetch"),
-    )
+    )  # fmt: skip
     got = advance(start.tables, start.lanes, limits=limits, inner_steps=5, block=32,
                   dispatch=dispatch, hoist=hoist, forward=forward, prefetch=prefetch)  # fmt: skip
     assert_lanes_equal(got, want.lanes)
