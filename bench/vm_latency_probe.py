@@ -127,8 +127,7 @@ def floor(kind, block, k, repeats, interpret):
 # forward; session 48's the prefetched instruction (``prefetch``) and two steps per
 # inner-loop iteration (``unroll``).
 ONE_LANE = [dict(block=1), dict(block=1, prefetch=1), dict(block=1, prefetch=2),
-            dict(block=1, prefetch=2, hoist=0), dict(block=1, prefetch=2, unroll=2),
-            dict(block=1, unroll=2)]  # fmt: skip
+            dict(block=1, prefetch=2, unroll=2)]  # fmt: skip
 WIDE = [dict(), dict(prefetch=1), dict(prefetch=2)]
 CHECKS = [dict(prefetch=2, forward=2), dict(prefetch=1), dict(block=1, prefetch=2)]
 
