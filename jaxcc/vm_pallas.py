@@ -14,7 +14,7 @@ the one scatter is four masked stores; the n-way selects by opcode are select ch
 Design (why it looks like this):
 
 * Grid over blocks of ``block`` lanes (a power of two, default 128, and 1 for a batch of
-  one lane; the batch is padded with stopped lanes). One program instance holds its
+  at most ``FEW_LANES``; the batch is padded with stopped lanes). One program instance holds its
   lanes' 12 registers as twelve ``Int32[block]`` vectors in a ``lax.while_loop`` of ``lax.fori_loop``s of
   ``inner_steps`` steps: one kernel launch runs every step of its lanes, and a block
   returns as soon as its own lanes have stopped (no batch-wide lockstep).
@@ -100,6 +100,9 @@ FORWARD = 0
 # by the step before, as soon as its pc is known (``_op_step``'s fetch_next)
 PREFETCH = 0
 CHUNK = 256  # outer iterations per guarded chunk (outer="for")
+# a batch of at most this many lanes runs one lane per block (``_lanes_block``): measured
+# faster up to 8 lanes on an H100 (docs/vm.md); 32 lanes and more were not compared
+FEW_LANES = 8
 
 # the constant table: row 0 the decode row of opcode o (o = N_OPS: invalid, decodes as
 # nothing), (kind << 8) | (pops << 4) | pushes; row 1 POW's limits, uint32 bits as int32
@@ -627,11 +630,12 @@ def _interpret_here() -> bool:
 
 def _lanes_block(n: int, block: int | None) -> int:
     """The kernel's block for ``n`` lanes: ``_block_size(n, block)``; by default (None)
-    ``BLOCK``, or ONE lane for a batch of one (no padding lanes, so the block's agreement
-    test has nothing to reduce: one lane ran 4.4e6-4.5e6 steps/s against 3.6e6-3.9e6 in
-    a block of 32 on an H100, docs/vm.md)."""
+    ``BLOCK``, or ONE lane for a batch of at most ``FEW_LANES`` (no padding lanes, and
+    each lane always runs its own opcode's copy of the step: on an H100 one lane ran
+    4.4e6-4.5e6 steps/s against 3.6e6-3.9e6 in a block of 32; 2 lanes 2-7% and 8 lanes
+    6-12% more lane-steps/s than in the default block; docs/vm.md)."""
     if block is None:
-        return 1 if n == 1 else _block_size(n, BLOCK)
+        return 1 if n <= FEW_LANES else _block_size(n, BLOCK)
     return _block_size(n, block)
 
 

@@ -341,6 +341,18 @@ def test_lowers_to_triton(triton_modules):
     assert ifs["all"] >= ifs["general"] + isa.N_OPS, ifs
 
 
+def test_block_rule():
+    """The default block (``block=None``): one lane per block for a batch of at most
+    ``FEW_LANES``, else ``BLOCK`` capped by the batch (at least a warp); a given block is
+    kept (capped the same way)."""
+    few = vm_pallas.FEW_LANES
+    rule = [vm_pallas._lanes_block(n, None) for n in (1, 2, few, few + 1, 100, 1000)]
+    assert rule == [1, 1, 1, 32, 128, vm_pallas.BLOCK]
+    assert vm_pallas._lanes_block(2, 32) == 32 and vm_pallas._lanes_block(1000, 256) == 256
+    with pytest.raises(ValueError, match="power of two"):
+        vm_pallas._lanes_block(4, 3)
+
+
 def test_dispatch_opcodes_out_of_range_are_an_error():
     batch = hand.stack_programs([hand.sum_squares_program()])
     with pytest.raises(ValueError, match="dispatch"):
