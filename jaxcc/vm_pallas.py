@@ -160,10 +160,11 @@ def _contiguous(ops) -> bool:
 def _step(consts_ref, code_ref, mem_ref, lane, lay: vm.Layout, limits: Limits, n_i: int, s,
           barrier: bool = False, lazy: bool = False, dispatch=False, hoist: int = 0,
           fwd=None, pf=None, prefetch: int = 0):  # fmt: skip
-    """One step of a block of lanes (every field of ``s`` an Int32[block]); returns the
-    lane after it and stores its (at most two) pairs: ``_op_step`` on the block's lanes.
-    With ``fwd`` (``_reader``'s pairs stored by the last steps), returns (lane, the
-    pairs this step stored) and reads those words from ``fwd`` instead of memory.
+    """One step of a block of lanes (every field of ``s`` an Int32[block]); returns
+    ``_op_step``'s (lane after it, pairs stored or None, next instruction or None) and
+    stores its (at most two) pairs: ``_op_step`` on the block's lanes. With ``fwd``
+    (``_reader``'s pairs stored by the last steps), it reads those words from ``fwd``
+    instead of memory and returns the pairs this step stored.
 
     ``dispatch`` (False, True: every opcode, or a tuple of opcodes): when every running
     lane of the block is at the same opcode (one lane alone always; lanes of one program
@@ -184,7 +185,7 @@ def _step(consts_ref, code_ref, mem_ref, lane, lay: vm.Layout, limits: Limits, n
 
     ``pf`` (with ``prefetch`` 1 or 2): the instruction the step before prefetched, the
     triple (pc, opcode word, argument word); the step's instruction is taken from it
-    (``_head_carried``), and the step returns (..., the triple for the next step)."""
+    (``_head_carried``), and the step returns the triple for the next step."""
     head = _head(code_ref, n_i, s) if pf is None else _head_carried(code_ref, s, pf, prefetch)
     read = _reader(mem_ref, lane, fwd)
     pre = _preload(read, lay, s, head, hoist)
@@ -240,17 +241,26 @@ def _by_opcode(key, ops: tuple[int, ...], branch):
                     lambda: _by_opcode(key, ops[mid:], branch))  # fmt: skip
 
 
+def _words(code_ref, s, pc, mask):
+    """The lane's instruction words (opcode, argument) at ``pc`` (``_place``d as vm.py's
+    dynamic slice places it), 0 where ``mask`` is off."""
+    at = _place(pc, code_ref.shape[1], 1)
+    return (plt.load(code_ref.at[s.pid, at, 0], mask=mask, other=0),
+            plt.load(code_ref.at[s.pid, at, 1], mask=mask, other=0))  # fmt: skip
+
+
+def _decoded(s, run, o, a):
+    """(run, o, a, valid) as vm._fetch decodes the words at pc: o = N_OPS for an invalid
+    instruction (it decodes as nothing)."""
+    valid = (s.pc >= 0) & (s.pc < s.n_code) & (o >= 0) & (o < _N_OPS)
+    return run, jnp.where(valid, o, _N_OPS), a, valid
+
+
 def _head(code_ref, n_i: int, s):
     """The instruction at pc, decoded as vm._fetch decodes it: (run, o, a, valid), o =
     N_OPS for an invalid one (it decodes as nothing)."""
-    n_rows = code_ref.shape[1]
     run = s.status == Code.RUNNING
-    at = _place(s.pc, n_rows, 1)
-    o = plt.load(code_ref.at[s.pid, at, 0], mask=run, other=0)
-    a = plt.load(code_ref.at[s.pid, at, 1], mask=run, other=0)
-    pc_ok = (s.pc >= 0) & (s.pc < s.n_code)
-    valid = pc_ok & (o >= 0) & (o < _N_OPS)
-    return run, jnp.where(valid, o, _N_OPS), a, valid
+    return _decoded(s, run, *_words(code_ref, s, s.pc, run))
 
 
 def _next_head(code_ref, s, npc, run):
@@ -258,10 +268,7 @@ def _next_head(code_ref, s, npc, run):
     if the instruction completes, the only way a lane goes on running), as ``_head``
     would load them there; masked by ``run`` (the lanes running now). Returns the
     triple (npc, opcode word, argument word)."""
-    at = _place(npc, code_ref.shape[1], 1)
-    o = plt.load(code_ref.at[s.pid, at, 0], mask=run, other=0)
-    a = plt.load(code_ref.at[s.pid, at, 1], mask=run, other=0)
-    return as_i32(jnp.broadcast_to(npc, s.pc.shape)), o, a
+    return (as_i32(jnp.broadcast_to(npc, s.pc.shape)), *_words(code_ref, s, npc, run))
 
 
 def _head_carried(code_ref, s, pf, prefetch: int):
@@ -275,11 +282,9 @@ def _head_carried(code_ref, s, pf, prefetch: int):
     cpc, co, ca = pf
     run = s.status == Code.RUNNING
     miss = run & (cpc != s.pc)
-    at = _place(s.pc, code_ref.shape[1], 1)
 
     def fill():
-        lo = plt.load(code_ref.at[s.pid, at, 0], mask=miss, other=0)
-        la = plt.load(code_ref.at[s.pid, at, 1], mask=miss, other=0)
+        lo, la = _words(code_ref, s, s.pc, miss)
         return jnp.where(miss, lo, co), jnp.where(miss, la, ca)
 
     if prefetch == 1:
@@ -287,10 +292,8 @@ def _head_carried(code_ref, s, pf, prefetch: int):
     else:
         need = jnp.max(jnp.where(miss, 1, 0)) > 0
         o, a = lax.cond(need, fill, lambda: (co, ca))
-    o, a = jnp.where(run, o, 0), jnp.where(run, a, 0)  # as _head's masked loads give
-    pc_ok = (s.pc >= 0) & (s.pc < s.n_code)
-    valid = pc_ok & (o >= 0) & (o < _N_OPS)
-    return run, jnp.where(valid, o, _N_OPS), a, valid
+    # 0 where the lane is not running, as _head's masked loads give
+    return _decoded(s, run, jnp.where(run, o, 0), jnp.where(run, a, 0))
 
 
 def _window(lay: vm.Layout, s):
@@ -342,9 +345,9 @@ def _preload(read, lay: vm.Layout, s, head, hoist: int):
 def _op_step(consts_ref, code_ref, mem_ref, lane, lay: vm.Layout, limits: Limits, n_i: int, s,
              head, barrier: bool = False, lazy: bool = False, op: int | None = None,
              *, pre=None, read, writes: bool = False, fetch_next: bool = False):  # fmt: skip
-    """One step of a block of lanes (every field of ``s`` an Int32[block]); returns the
-    lane after it and stores its (at most two) pairs. The same as ``vm._step`` lane by
-    lane: ``_fetch`` here, then vm.py's ``_check``, ``_registers``, ``_write_pairs``,
+    """One step of a block of lanes (every field of ``s`` an Int32[block]); returns (the
+    lane after it, the pairs it stored or None, the next instruction or None) and stores
+    its (at most two) pairs. The same as ``vm._step`` lane by lane: ``_fetch`` here, then vm.py's ``_check``, ``_registers``, ``_write_pairs``,
     ``_update``.
 
     ``lazy``: the binary operators' results (about a quarter of the step's operations:
@@ -359,8 +362,8 @@ def _op_step(consts_ref, code_ref, mem_ref, lane, lay: vm.Layout, limits: Limits
     ``op``: every running lane is at opcode ``op`` (``_step``'s dispatch): the step with
     that constant in place of the opcode read; the binary and unary operators are then
     computed only in their own opcodes' copies. ``pre``: ``_preload``'s values; ``read``:
-    ``_reader``'s; ``writes``: also return the pairs it stored; ``fetch_next``: also
-    return the next step's instruction (``_next_head``), loaded as soon as the pc after
+    ``_reader``'s; ``writes``: return the pairs it stored; ``fetch_next``: return the
+    next step's instruction (``_next_head``), loaded as soon as the pc after
     the instruction is known (in a copy of one opcode that is early: pc + 1, or the
     argument of a jump) and before this step's stores, so that its latency overlaps the
     rest of the step instead of starting the next one."""
@@ -405,14 +408,11 @@ def _op_step(consts_ref, code_ref, mem_ref, lane, lay: vm.Layout, limits: Limits
         # stored by the thread that loads it); __syncthreads makes the block's global
         # writes visible to all of its threads. (Interpret mode has no such rule.)
         plt.debug_barrier()
-    lane_after = vm._update(s, f, x, r, None)
-    out = (lane_after,)
+    pairs = None
     if writes:
-        pairs = (w1, i1, v1a, v1b, w2, i2, v2a, v2b)
-        out += (tuple(as_i32(jnp.broadcast_to(v, s.pc.shape)) for v in pairs),)
-    if fetch_next:
-        out += (nxt,)
-    return out[0] if len(out) == 1 else out
+        pairs = tuple(as_i32(jnp.broadcast_to(v, s.pc.shape))
+                      for v in (w1, i1, v1a, v1b, w2, i2, v2a, v2b))  # fmt: skip
+    return vm._update(s, f, x, r, None), pairs, nxt
 
 
 def _fetch(consts_ref, code_ref, mem, lay: vm.Layout, n_i: int, s, head,
@@ -543,19 +543,18 @@ def _kernel(lay: vm.Layout, limits: Limits, n_i: int, block: int, inner_steps: i
 
         n_regs = len(vm._REGS)
 
-        def one(regs):  # the lane's registers, then the forwarded pairs
-            s = vm.Lane(pid=pid, budget=budget, n_code=n_code, n_funcs=n_funcs, mem=None,
-                        **dict(zip(vm._REGS, regs[:n_regs], strict=True)))  # fmt: skip
+        def lane_of(regs):
+            return vm.Lane(pid=pid, budget=budget, n_code=n_code, n_funcs=n_funcs, mem=None,
+                           **dict(zip(vm._REGS, regs[:n_regs], strict=True)))  # fmt: skip
+
+        def one(regs):  # the lane's registers, the forwarded pairs, the next instruction
             fwd = regs[n_regs : n_regs + 8 * forward] if forward else None
             pf = regs[n_regs + 8 * forward :] if prefetch else None
-            out = _step(consts_ref, code_ref, mem_ref, lane, lay, limits, n_i, s, barrier,
-                        lazy, dispatch, hoist, fwd, pf, prefetch)  # fmt: skip
-            out = out if (forward or prefetch) else (out,)
-            s = out[0]
+            s, pairs, pf = _step(consts_ref, code_ref, mem_ref, lane, lay, limits, n_i,
+                                 lane_of(regs), barrier, lazy, dispatch, hoist, fwd, pf,
+                                 prefetch)  # fmt: skip
             if forward:
-                fwd = fwd[8:] + out[1]  # the oldest step's two pairs out, this step's in
-            if prefetch:
-                pf = out[-1]
+                fwd = fwd[8:] + pairs  # the oldest step's two pairs out, this step's in
             return tuple(getattr(s, k) for k in vm._REGS) + (fwd or ()) + (pf or ())
 
         def steps(_, regs):
@@ -579,8 +578,7 @@ def _kernel(lay: vm.Layout, limits: Limits, n_i: int, block: int, inner_steps: i
         # nothing forwarded at the start: every pair's "written?" is 0
         regs += tuple(jnp.zeros_like(lane) for _ in range(8 * forward))
         if prefetch:  # the first instruction, as _head loads it
-            s = vm.Lane(pid=pid, budget=budget, n_code=n_code, n_funcs=n_funcs, mem=None,
-                        **dict(zip(vm._REGS, regs[:n_regs], strict=True)))  # fmt: skip
+            s = lane_of(regs)
             regs += _next_head(code_ref, s, s.pc, s.status == Code.RUNNING)
         if outer == "while":
             _, _, regs = lax.while_loop(cond, body, (as_i32(0), live(regs), regs))
