@@ -132,6 +132,12 @@ WIDE = [dict(), dict(prefetch=1), dict(prefetch=2)]
 CHECKS = [dict(prefetch=2, forward=2), dict(prefetch=1), dict(block=1, prefetch=2)]
 
 
+def few_variant(spec: str) -> dict:
+    """``"128"`` -> ``{"block": 128}``; ``"128:1"`` -> ``{"block": 128, "prefetch": 1}``."""
+    block, _, prefetch = spec.partition(":")
+    return dict(block=int(block), **({"prefetch": int(prefetch)} if prefetch else {}))
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--n", type=int, default=1000)
@@ -141,7 +147,12 @@ def main(argv=None):
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--few", default="11,132,4096,65536",
                    help="lane counts timed with blocks of 1 and of the default")  # fmt: skip
+    p.add_argument("--few-blocks", default="1,128",
+                   help="the few-lane rows' variants: blocks, each optionally with a prefetch"
+                        " value after a colon (128:1 is blocks of 128 with prefetch=1)")
     p.add_argument("--no-floors", action="store_true")
+    p.add_argument("--no-one-lane", action="store_true")
+    p.add_argument("--no-wide", action="store_true")
     p.add_argument("--no-check", action="store_true")
     p.add_argument("--quick", action="store_true", help="small sizes (CPU smoke)")
     p.add_argument("--budget-s", type=float, default=540.0)
@@ -178,7 +189,7 @@ def main(argv=None):
     # alternating rounds; the first is the kernel's defaults of session 47 (block 1 for
     # one lane, hoist=2)
     ref = {}
-    for rnd in range(a.rounds):
+    for rnd in range(0 if a.no_one_lane else a.rounds):
         for opts in ONE_LANE:
             fn = compared(ref, lanes=1, varied=False, **opts, **common)
             pr.guarded("timings", "one_lane", fn, round=rnd, **opts)
@@ -186,7 +197,7 @@ def main(argv=None):
     # many lanes (throughput): what the options cost where latency is hidden
     for varied in (False, True):
         ref = {}
-        for rnd in range(a.rounds):
+        for rnd in range(0 if a.no_wide else a.rounds):
             for opts in WIDE:
                 fn = compared(ref, lanes=a.lanes, varied=varied, **opts, **common)
                 pr.guarded("timings", "wide", fn, round=rnd, lanes=a.lanes, varied=varied,
@@ -207,13 +218,14 @@ def main(argv=None):
                    lambda: pp.check_results(*pp._generated(4 if a.quick else 40), **opts),
                    **opts)  # fmt: skip
 
-    # few lanes: a block per lane against the default blocks
+    # few lanes: a block per lane against wider blocks
+    variants = [few_variant(v) for v in a.few_blocks.split(",") if v]
     for lanes in (int(x) for x in a.few.split(",") if x):
         ref = {}
         for rnd in range(a.rounds):
-            for block in (1, vm_pallas.BLOCK):
-                fn = compared(ref, lanes=lanes, varied=True, block=block, **common)
-                pr.guarded("timings", "few_lanes", fn, round=rnd, lanes=lanes, block=block)
+            for opts in variants:
+                fn = compared(ref, lanes=lanes, varied=True, **opts, **common)
+                pr.guarded("timings", "few_lanes", fn, round=rnd, lanes=lanes, **opts)
 
     print(f"done in {time.perf_counter() - pp.T0:.1f} s", flush=True)
 

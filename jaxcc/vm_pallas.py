@@ -43,6 +43,9 @@ Design (why it looks like this):
 * The step's operand loads (the two top stack words, the local slot ``fp + arg``) are
   issued first, beside the instruction's (``hoist``), so their latency overlaps the
   choice of copy: on an H100 one lane +4-8%, 65,536 lanes +9-13% (docs/vm.md).
+* In blocks of more than one lane each step loads the next step's instruction as soon
+  as its pc is known, before its own stores (``prefetch``): on an H100 65,536 lanes
+  +5-7%; one lane ran 8-12% slower with it, so a block of one lane does not.
 * Loads a step does not need are masked off (a stopped lane loads nothing; the frame
   record only for RETURN_VALUE/LOAD_VAR2, the function row only for CALL/RETURN_VALUE,
   the slot only for SLOT/SLOT2/DEPTH instructions, the third operand only for
@@ -96,13 +99,16 @@ DISPATCH = HOT_OPS  # the default of ``dispatch`` (read when the kernel is trace
 # and the selects cost more than that; docs/vm.md)
 HOIST = 2
 FORWARD = 0
-# the default of ``prefetch`` (read when the kernel is traced): the next instruction loaded
-# by the step before, as soon as its pc is known (``_op_step``'s fetch_next)
-PREFETCH = 0
+# the default of ``prefetch`` for blocks of more than one lane (read when the kernel is
+# traced): the next instruction loaded by the step before, as soon as its pc is known
+# (``_op_step``'s fetch_next). On an H100 65,536 lanes ran 5-7% more lane-steps/s with
+# it, and one lane 8-12% fewer steps/s, so a block of one lane never uses it (docs/vm.md)
+PREFETCH = 1
 CHUNK = 256  # outer iterations per guarded chunk (outer="for")
-# a batch of at most this many lanes runs one lane per block (``_lanes_block``): measured
-# faster up to 8 lanes on an H100 (docs/vm.md); 32 lanes and more were not compared
-FEW_LANES = 8
+# a batch of at most this many lanes runs one lane per block (``_lanes_block``): on an
+# H100 faster than the default blocks at 2, 8, 11, 32 and 132 lanes (2.3x at 132, one
+# lane per SM; docs/vm.md)
+FEW_LANES = 132
 
 # the constant table: row 0 the decode row of opcode o (o = N_OPS: invalid, decodes as
 # nothing), (kind << 8) | (pops << 4) | pushes; row 1 POW's limits, uint32 bits as int32
@@ -630,8 +636,9 @@ def _lanes_block(n: int, block: int | None) -> int:
     """The kernel's block for ``n`` lanes: ``_block_size(n, block)``; by default (None)
     ``BLOCK``, or ONE lane for a batch of at most ``FEW_LANES`` (no padding lanes, and
     each lane always runs its own opcode's copy of the step: on an H100 one lane ran
-    4.4e6-4.5e6 steps/s against 3.6e6-3.9e6 in a block of 32; 2 lanes 2-7% and 8 lanes
-    6-12% more lane-steps/s than in the default block; docs/vm.md)."""
+    4.4e6-4.5e6 steps/s against 3.6e6-3.9e6 in a block of 32; 2 lanes 2-7%, 8 lanes
+    6-12%, 32 lanes 20-26% and 132 lanes 2.3x more lane-steps/s than in the default
+    block; docs/vm.md)."""
     if block is None:
         return 1 if n <= FEW_LANES else _block_size(n, BLOCK)
     return _block_size(n, block)
@@ -672,7 +679,8 @@ def advance_lanes(
     when traced); ``hoist``: the operand loads first (``_step``; None: ``HOIST``);
     ``forward``: the pairs stored by the last this many steps read from registers
     (``_reader``; None: ``FORWARD``); ``prefetch``: each step loads the next one's
-    instruction (``_head_carried``; 0 off, 1 or 2; None: ``PREFETCH``)."""
+    instruction (``_head_carried``; 0 off, 1 or 2; None: ``PREFETCH``, or 0 in blocks of
+    one lane)."""
     if interpret is None:
         interpret = _interpret_here()
     if dispatch is None:
@@ -681,11 +689,11 @@ def advance_lanes(
         hoist = HOIST
     if forward is None:
         forward = FORWARD
-    if prefetch is None:
-        prefetch = PREFETCH
     lay = vm.layout(limits)
     n = lanes.pid.shape[0]
     bl = _lanes_block(n, block)
+    if prefetch is None:
+        prefetch = PREFETCH if bl > 1 else 0
     if n == 0:
         return lanes
     n_pad = -(-n // bl) * bl

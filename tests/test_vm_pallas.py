@@ -346,9 +346,10 @@ def test_block_rule():
     ``FEW_LANES``, else ``BLOCK`` capped by the batch (at least a warp); a given block is
     kept (capped the same way)."""
     few = vm_pallas.FEW_LANES
-    rule = [vm_pallas._lanes_block(n, None) for n in (1, 2, few, few + 1, 100, 1000)]
-    assert rule == [1, 1, 1, 32, 128, vm_pallas.BLOCK]
+    rule = [vm_pallas._lanes_block(n, None) for n in (1, 2, few, few + 1, 1000)]
+    assert rule == [1, 1, 1, min(vm_pallas.BLOCK, 1 << few.bit_length()), vm_pallas.BLOCK]
     assert vm_pallas._lanes_block(2, 32) == 32 and vm_pallas._lanes_block(1000, 256) == 256
+    assert vm_pallas._lanes_block(20, 128) == 32  # capped by the batch, at least a warp
     with pytest.raises(ValueError, match="power of two"):
         vm_pallas._lanes_block(4, 3)
 
