@@ -129,13 +129,68 @@ def floor(kind, block, k, repeats, interpret):
 ONE_LANE = [dict(block=1), dict(block=1, prefetch=1), dict(block=1, prefetch=2),
             dict(block=1, prefetch=2, unroll=2)]  # fmt: skip
 WIDE = [dict(), dict(prefetch=1), dict(prefetch=2)]
-CHECKS = [dict(prefetch=2, forward=2), dict(prefetch=1), dict(block=1, prefetch=2)]
+CHECKS = [dict(prefetch=2, forward=2), dict(prefetch=1), dict(block=1, prefetch=2),
+          dict(block=32, prefetch=1)]  # fmt: skip
 
 
 def few_variant(spec: str) -> dict:
     """``"128"`` -> ``{"block": 128}``; ``"128:1"`` -> ``{"block": 128, "prefetch": 1}``."""
     block, _, prefetch = spec.partition(":")
     return dict(block=int(block), **({"prefetch": int(prefetch)} if prefetch else {}))
+
+
+def loop_vm(pr, a, size, variants):
+    """The loop's VM stage and verdicts (as bench/vm_dispatch_ab.py's ``ab_loop_vm``) with
+    ``vm_pallas.BLOCK`` and ``PREFETCH`` set to each variant's block and prefetch (read
+    when the kernel is traced: a fresh trace each, compiled ahead of time), timed in
+    alternating rounds; verdicts compared with the first variant's."""
+    from bench.vm_dispatch_ab import loop_vm_inputs
+    from jaxcc import pipeline
+
+    t0 = time.perf_counter()
+    try:
+        program, error, cases, lim = loop_vm_inputs(size, 4 if a.quick else 65536)
+        jax.block_until_ready((program, error))
+    except Exception as e:  # noqa: BLE001 - recorded, the probe goes on
+        pr.record("timings", dict(name="loop_vm_inputs", size=size, error=repr(e)[:2000]))
+        return
+    pr.record("timings", dict(name="loop_vm_inputs", size=size,
+                              prep_s=round(time.perf_counter() - t0, 1)))  # fmt: skip
+
+    def vm_stage(prog, err, c):
+        return pipeline._judge(prog, err, pipeline.run_cases(prog, err, c, lim, "pallas")[1], c)
+
+    fns, verdicts, saved = {}, {}, (vm_pallas.BLOCK, vm_pallas.PREFETCH)
+
+    def build(i, opts):
+        vm_pallas.BLOCK = opts["block"]
+        vm_pallas.PREFETCH = opts.get("prefetch", saved[1])
+        jax.clear_caches()
+        t0 = time.perf_counter()
+        try:
+            fns[i] = jax.jit(vm_stage).lower(program, error, cases).compile()
+        finally:
+            vm_pallas.BLOCK, vm_pallas.PREFETCH = saved
+        return dict(compile_s=round(time.perf_counter() - t0, 1))
+
+    def one(i):
+        ev, first_s = pp.timed(lambda: fns[i](program, error, cases))
+        ts = [pp.timed(lambda: fns[i](program, error, cases))[1] for _ in range(a.repeats)]
+        verdicts[i] = np.asarray(ev.verdict)
+        rec = dict(first_call_s=round(first_s, 3), ms=round(1e3 * statistics.median(ts), 3),
+                   min_ms=round(1e3 * min(ts), 3), passed=int((verdicts[i] == 0).sum()))  # fmt: skip
+        if i and 0 in verdicts:
+            rec["verdicts_equal"] = bool(np.array_equal(verdicts[0], verdicts[i]))
+        return rec
+
+    for i, opts in enumerate(variants):
+        pr.guarded("timings", "loop_vm_compile", lambda i=i, o=opts: build(i, o), size=size,
+                   **opts)  # fmt: skip
+    if len(fns) < len(variants):
+        return
+    for rnd in range(a.rounds):
+        for i, opts in enumerate(variants):
+            pr.guarded("timings", "loop_vm", lambda i=i: one(i), size=size, round=rnd, **opts)
 
 
 def main(argv=None):
@@ -150,6 +205,13 @@ def main(argv=None):
     p.add_argument("--few-blocks", default="1,128",
                    help="the few-lane rows' variants: blocks, each optionally with a prefetch"
                         " value after a colon (128:1 is blocks of 128 with prefetch=1)")
+    p.add_argument("--wide-blocks", default="",
+                   help="the throughput rows' variants, as --few-blocks (default: WIDE)")
+    p.add_argument("--loop-blocks", default="",
+                   help="time the loop's VM stage (pipeline.run_cases + _judge, 65,536"
+                        " programs of each --loop-sizes corpus) with the kernel's default"
+                        " block and prefetch set to each of these (as --few-blocks)")
+    p.add_argument("--loop-sizes", default="small,medium")
     p.add_argument("--no-floors", action="store_true")
     p.add_argument("--no-one-lane", action="store_true")
     p.add_argument("--no-wide", action="store_true")
@@ -195,10 +257,11 @@ def main(argv=None):
             pr.guarded("timings", "one_lane", fn, round=rnd, **opts)
 
     # many lanes (throughput): what the options cost where latency is hidden
+    wide = [few_variant(v) for v in a.wide_blocks.split(",") if v] or WIDE
     for varied in (False, True):
         ref = {}
         for rnd in range(0 if a.no_wide else a.rounds):
-            for opts in WIDE:
+            for opts in wide:
                 fn = compared(ref, lanes=a.lanes, varied=varied, **opts, **common)
                 pr.guarded("timings", "wide", fn, round=rnd, lanes=a.lanes, varied=varied,
                            **opts)  # fmt: skip
@@ -217,6 +280,11 @@ def main(argv=None):
         pr.guarded("checks", "generated_programs",
                    lambda: pp.check_results(*pp._generated(4 if a.quick else 40), **opts),
                    **opts)  # fmt: skip
+
+    # the loop's VM stage (short programs, four tests each) with each default block
+    loop = [few_variant(v) for v in a.loop_blocks.split(",") if v]
+    for size in a.loop_sizes.split(",") if loop else ():
+        loop_vm(pr, a, size, loop)
 
     # few lanes: a block per lane against wider blocks
     variants = [few_variant(v) for v in a.few_blocks.split(",") if v]

@@ -13,7 +13,7 @@ the one scatter is four masked stores; the n-way selects by opcode are select ch
 
 Design (why it looks like this):
 
-* Grid over blocks of ``block`` lanes (a power of two, default 128, and 1 for a batch of
+* Grid over blocks of ``block`` lanes (a power of two, default 32, and 1 for a batch of
   at most ``FEW_LANES``; the batch is padded with stopped lanes). One program instance holds its
   lanes' 12 registers as twelve ``Int32[block]`` vectors in a ``lax.while_loop`` of ``lax.fori_loop``s of
   ``inner_steps`` steps: one kernel launch runs every step of its lanes, and a block
@@ -82,7 +82,10 @@ from jaxcc.errors import Code
 from jaxcc.isa import ArgKind, Op
 from jaxcc.limits import DEFAULT, Limits
 
-BLOCK = 128  # lanes per program instance (one thread per lane at 4 warps)
+# lanes per program instance (one thread per lane, one warp): on an H100 65,536 lanes ran
+# 1.6x more lane-steps/s than in blocks of 128 (4 warps, whose per-step agreement test
+# crosses warps) and the loop's VM stage 14% (small) and 34% (medium) faster (docs/vm.md)
+BLOCK = 32
 # The twelve opcodes that the corpora's programs execute most (bench/opcode_mix.py: 86% of
 # the instructions run by the small and medium corpora's tests): each gets a copy of the
 # step specialized to it (``_step``'s dispatch). On an H100 this made one lane 2.4x
@@ -106,9 +109,9 @@ FORWARD = 0
 PREFETCH = 1
 CHUNK = 256  # outer iterations per guarded chunk (outer="for")
 # a batch of at most this many lanes runs one lane per block (``_lanes_block``): on an
-# H100 faster than the default blocks at 2, 8, 11, 32 and 132 lanes (2.3x at 132, one
-# lane per SM; docs/vm.md)
-FEW_LANES = 132
+# H100 (132 SMs) faster than blocks of 32 up to 1,056 lanes (1.17x at 528, 1.03-1.06x at
+# 1,056), slower from 2,112 (0.68x; docs/vm.md)
+FEW_LANES = 1056
 
 # the constant table: row 0 the decode row of opcode o (o = N_OPS: invalid, decodes as
 # nothing), (kind << 8) | (pops << 4) | pushes; row 1 POW's limits, uint32 bits as int32
@@ -636,9 +639,8 @@ def _lanes_block(n: int, block: int | None) -> int:
     """The kernel's block for ``n`` lanes: ``_block_size(n, block)``; by default (None)
     ``BLOCK``, or ONE lane for a batch of at most ``FEW_LANES`` (no padding lanes, and
     each lane always runs its own opcode's copy of the step: on an H100 one lane ran
-    4.4e6-4.5e6 steps/s against 3.6e6-3.9e6 in a block of 32; 2 lanes 2-7%, 8 lanes
-    6-12%, 32 lanes 20-26% and 132 lanes 2.3x more lane-steps/s than in the default
-    block; docs/vm.md)."""
+    4.4e6-4.5e6 steps/s against 3.6e6-3.9e6 in a block of 32; 32 lanes 20-26%, 132
+    lanes 2.3x, 528 lanes 1.17x more lane-steps/s than in blocks of 32; docs/vm.md)."""
     if block is None:
         return 1 if n <= FEW_LANES else _block_size(n, BLOCK)
     return _block_size(n, block)
