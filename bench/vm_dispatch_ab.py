@@ -103,14 +103,18 @@ def ab_sum_squares(pr, a, lanes, varied, names):
                        varied=varied, dispatch=name)  # fmt: skip
 
 
-def ab_loop_vm(pr, a, size, names):
-    """The loop's VM stage and verdicts (``pipeline.run_cases`` + ``_judge``), both
-    settings compiled ahead of time, then timed in alternating rounds."""
+def loop_vm_ab(pr, size, batch, repeats, rounds, variants):
+    """The loop's VM stage and verdicts (``pipeline.run_cases`` + ``_judge`` on ``batch``
+    programs of the ``size`` corpus) under each variant, compiled ahead of time, then
+    timed in ``rounds`` alternating rounds. ``variants``: ``(fields, settings)`` pairs,
+    ``fields`` recorded with each row, ``settings`` the ``vm_pallas`` globals (read when
+    the kernel is traced: DISPATCH, BLOCK, PREFETCH, ...) set for its trace; verdicts are
+    compared with the first variant's."""
     from jaxcc import pipeline
 
     t0 = time.perf_counter()
     try:
-        program, error, cases, lim = loop_vm_inputs(size, a.batch)
+        program, error, cases, lim = loop_vm_inputs(size, batch)
         jax.block_until_ready((program, error))
     except Exception as e:  # noqa: BLE001 - recorded, the probe goes on
         pr.record("timings", dict(name="loop_vm_inputs", size=size, error=repr(e)[:2000]))
@@ -123,38 +127,45 @@ def ab_loop_vm(pr, a, size, names):
 
     fns, verdicts = {}, {}
 
-    def build(d):
-        # DISPATCH is read when the kernel is traced, and vm.run_tests' own jit caches
-        # its trace: a fresh trace per setting, compiled ahead of time
-        vm_pallas.DISPATCH = d
+    def build(i, settings):
+        # vm.run_tests' own jit caches its trace: a fresh trace per variant
+        saved = {k: getattr(vm_pallas, k) for k in settings}
+        for k, v in settings.items():
+            setattr(vm_pallas, k, v)
         jax.clear_caches()
         t0 = time.perf_counter()
         try:
-            fns[d] = jax.jit(vm_stage).lower(program, error, cases).compile()
+            fns[i] = jax.jit(vm_stage).lower(program, error, cases).compile()
         finally:
-            vm_pallas.DISPATCH = False
+            for k, v in saved.items():
+                setattr(vm_pallas, k, v)
         return dict(compile_s=round(time.perf_counter() - t0, 1))
 
-    def one(d):
-        ev, first_s = pp.timed(lambda: fns[d](program, error, cases))
-        ts = [pp.timed(lambda: fns[d](program, error, cases))[1] for _ in range(a.repeats)]
-        verdicts[d] = np.asarray(ev.verdict)
+    def one(i):
+        ev, first_s = pp.timed(lambda: fns[i](program, error, cases))
+        ts = [pp.timed(lambda: fns[i](program, error, cases))[1] for _ in range(repeats)]
+        verdicts[i] = np.asarray(ev.verdict)
         rec = dict(first_call_s=round(first_s, 3), ms=round(1e3 * statistics.median(ts), 3),
-                   min_ms=round(1e3 * min(ts), 3), passed=int((verdicts[d] == 0).sum()))  # fmt: skip
-        if d is not False and False in verdicts:
-            rec["verdicts_equal"] = bool(np.array_equal(verdicts[False], verdicts[d]))
+                   min_ms=round(1e3 * min(ts), 3), passed=int((verdicts[i] == 0).sum()))  # fmt: skip
+        if i and 0 in verdicts:
+            rec["verdicts_equal"] = bool(np.array_equal(verdicts[0], verdicts[i]))
         return rec
 
-    for name in names:
-        d = VARIANTS[name]
-        pr.guarded("timings", "loop_vm_compile", lambda d=d: build(d), size=size, dispatch=name)
-    if len(fns) < len(names):
+    for i, (fields, settings) in enumerate(variants):
+        pr.guarded("timings", "loop_vm_compile", lambda i=i, st=settings: build(i, st),
+                   size=size, **fields)  # fmt: skip
+    if len(fns) < len(variants):
         return
-    for rnd in range(a.rounds):
-        for name in names:
-            d = VARIANTS[name]
-            pr.guarded("timings", "loop_vm", lambda d=d: one(d), size=size, batch=a.batch,
-                       round=rnd, dispatch=name)  # fmt: skip
+    for rnd in range(rounds):
+        for i, (fields, _) in enumerate(variants):
+            pr.guarded("timings", "loop_vm", lambda i=i: one(i), size=size, batch=batch,
+                       round=rnd, **fields)  # fmt: skip
+
+
+def ab_loop_vm(pr, a, size, names):
+    """The loop's VM stage with each ``dispatch`` setting (``VARIANTS``)."""
+    variants = [({"dispatch": n}, {"DISPATCH": VARIANTS[n]}) for n in names]
+    loop_vm_ab(pr, size, a.batch, a.repeats, a.rounds, variants)
 
 
 def main(argv=None):
@@ -204,7 +215,6 @@ def main(argv=None):
 
     for size in sizes[1:]:
         ab_loop_vm(pr, a, size, names)
-    vm_pallas.DISPATCH = False
     print(f"done in {time.perf_counter() - pp.T0:.1f} s", flush=True)
 
 

@@ -20,9 +20,11 @@ and the kernel with narrower blocks. One process:
    each option set of ``ONE_LANE`` (session 47: blocks of 32 and 1, ``hoist``,
    ``forward``, the barrier; session 48: ``prefetch``, ``unroll``), in alternating
    rounds; the sets of ``WIDE`` on 65,536 lanes (their cost where latency is hidden);
-   and few-lane batches (``--few``) with blocks of 1 and of the default (lane-steps/s:
-   a block per lane has no lockstep divergence and always runs its opcode's copy, but
-   uses one thread of 32).
+   and few-lane batches (``--few``) with blocks of 1 and of 32 (``--few-blocks``;
+   lane-steps/s: a block per lane has no lockstep divergence and always runs its
+   opcode's copy, but uses one thread of 32); with ``--loop-blocks`` the loop's VM stage
+   (65,536 programs of the small and medium corpora, four tests each) with each default
+   block.
 3. Checks against the XLA VM with the sets of ``CHECKS``: the whole final state of the
    hostile batch (and laid out one lane per block), the hand cases and generated
    programs in blocks of one lane.
@@ -50,6 +52,7 @@ from jax.experimental.pallas import triton as plt
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from bench import pallas_probe as pp  # noqa: E402
+from bench.vm_dispatch_ab import loop_vm_ab, spread  # noqa: E402
 from jaxcc import isa, vm_pallas  # noqa: E402
 
 FLOORS = ("alu", "barrier", "reduce", "load", "store_load", "store_load_old")
@@ -128,7 +131,8 @@ def floor(kind, block, k, repeats, interpret):
 # inner-loop iteration (``unroll``).
 ONE_LANE = [dict(block=1), dict(block=1, prefetch=1), dict(block=1, prefetch=2),
             dict(block=1, prefetch=2, unroll=2)]  # fmt: skip
-WIDE = [dict(), dict(prefetch=1), dict(prefetch=2)]
+# (session 49: prefetch in blocks of 128; session 50: blocks of 32, 64 and 128)
+WIDE = [dict(), dict(prefetch=0), dict(block=128)]
 CHECKS = [dict(prefetch=2, forward=2), dict(prefetch=1), dict(block=1, prefetch=2),
           dict(block=32, prefetch=1)]  # fmt: skip
 
@@ -137,60 +141,6 @@ def few_variant(spec: str) -> dict:
     """``"128"`` -> ``{"block": 128}``; ``"128:1"`` -> ``{"block": 128, "prefetch": 1}``."""
     block, _, prefetch = spec.partition(":")
     return dict(block=int(block), **({"prefetch": int(prefetch)} if prefetch else {}))
-
-
-def loop_vm(pr, a, size, variants):
-    """The loop's VM stage and verdicts (as bench/vm_dispatch_ab.py's ``ab_loop_vm``) with
-    ``vm_pallas.BLOCK`` and ``PREFETCH`` set to each variant's block and prefetch (read
-    when the kernel is traced: a fresh trace each, compiled ahead of time), timed in
-    alternating rounds; verdicts compared with the first variant's."""
-    from bench.vm_dispatch_ab import loop_vm_inputs
-    from jaxcc import pipeline
-
-    t0 = time.perf_counter()
-    try:
-        program, error, cases, lim = loop_vm_inputs(size, 4 if a.quick else 65536)
-        jax.block_until_ready((program, error))
-    except Exception as e:  # noqa: BLE001 - recorded, the probe goes on
-        pr.record("timings", dict(name="loop_vm_inputs", size=size, error=repr(e)[:2000]))
-        return
-    pr.record("timings", dict(name="loop_vm_inputs", size=size,
-                              prep_s=round(time.perf_counter() - t0, 1)))  # fmt: skip
-
-    def vm_stage(prog, err, c):
-        return pipeline._judge(prog, err, pipeline.run_cases(prog, err, c, lim, "pallas")[1], c)
-
-    fns, verdicts, saved = {}, {}, (vm_pallas.BLOCK, vm_pallas.PREFETCH)
-
-    def build(i, opts):
-        vm_pallas.BLOCK = opts["block"]
-        vm_pallas.PREFETCH = opts.get("prefetch", saved[1])
-        jax.clear_caches()
-        t0 = time.perf_counter()
-        try:
-            fns[i] = jax.jit(vm_stage).lower(program, error, cases).compile()
-        finally:
-            vm_pallas.BLOCK, vm_pallas.PREFETCH = saved
-        return dict(compile_s=round(time.perf_counter() - t0, 1))
-
-    def one(i):
-        ev, first_s = pp.timed(lambda: fns[i](program, error, cases))
-        ts = [pp.timed(lambda: fns[i](program, error, cases))[1] for _ in range(a.repeats)]
-        verdicts[i] = np.asarray(ev.verdict)
-        rec = dict(first_call_s=round(first_s, 3), ms=round(1e3 * statistics.median(ts), 3),
-                   min_ms=round(1e3 * min(ts), 3), passed=int((verdicts[i] == 0).sum()))  # fmt: skip
-        if i and 0 in verdicts:
-            rec["verdicts_equal"] = bool(np.array_equal(verdicts[0], verdicts[i]))
-        return rec
-
-    for i, opts in enumerate(variants):
-        pr.guarded("timings", "loop_vm_compile", lambda i=i, o=opts: build(i, o), size=size,
-                   **opts)  # fmt: skip
-    if len(fns) < len(variants):
-        return
-    for rnd in range(a.rounds):
-        for i, opts in enumerate(variants):
-            pr.guarded("timings", "loop_vm", lambda i=i: one(i), size=size, round=rnd, **opts)
 
 
 def main(argv=None):
@@ -202,15 +152,24 @@ def main(argv=None):
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--few", default="11,132,4096,65536",
                    help="lane counts timed with blocks of 1 and of the default")  # fmt: skip
-    p.add_argument("--few-blocks", default="1,128",
-                   help="the few-lane rows' variants: blocks, each optionally with a prefetch"
-                        " value after a colon (128:1 is blocks of 128 with prefetch=1)")
-    p.add_argument("--wide-blocks", default="",
-                   help="the throughput rows' variants, as --few-blocks (default: WIDE)")
-    p.add_argument("--loop-blocks", default="",
-                   help="time the loop's VM stage (pipeline.run_cases + _judge, 65,536"
-                        " programs of each --loop-sizes corpus) with the kernel's default"
-                        " block and prefetch set to each of these (as --few-blocks)")
+    p.add_argument(
+        "--few-blocks",
+        default="1,32",
+        help="the few-lane rows' variants: blocks, each optionally with a prefetch"
+        " value after a colon (128:1 is blocks of 128 with prefetch=1)",
+    )
+    p.add_argument(
+        "--wide-blocks",
+        default="",
+        help="the throughput rows' variants, as --few-blocks (default: WIDE)",
+    )
+    p.add_argument(
+        "--loop-blocks",
+        default="",
+        help="time the loop's VM stage (pipeline.run_cases + _judge, 65,536"
+        " programs of each --loop-sizes corpus) with the kernel's default"
+        " block and prefetch set to each of these (as --few-blocks)",
+    )
     p.add_argument("--loop-sizes", default="small,medium")
     p.add_argument("--no-floors", action="store_true")
     p.add_argument("--no-one-lane", action="store_true")
@@ -267,8 +226,6 @@ def main(argv=None):
                            **opts)  # fmt: skip
 
     if not a.no_check:
-        from bench.vm_dispatch_ab import spread
-
         hostile = pp.hostile_inputs(*((24, 8) if a.quick else ()))
         for opts in CHECKS:
             pr.guarded("checks", "hostile", lambda o=opts: pp.check_state(*hostile, **o), **opts)
@@ -283,8 +240,10 @@ def main(argv=None):
 
     # the loop's VM stage (short programs, four tests each) with each default block
     loop = [few_variant(v) for v in a.loop_blocks.split(",") if v]
+    loop = [(o, {"BLOCK": o["block"], **({"PREFETCH": o["prefetch"]} if "prefetch" in o else {})})
+            for o in loop]  # fmt: skip
     for size in a.loop_sizes.split(",") if loop else ():
-        loop_vm(pr, a, size, loop)
+        loop_vm_ab(pr, size, 4 if a.quick else 65536, a.repeats, a.rounds, loop)
 
     # few lanes: a block per lane against wider blocks
     variants = [few_variant(v) for v in a.few_blocks.split(",") if v]

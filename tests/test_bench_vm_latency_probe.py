@@ -39,3 +39,13 @@ def test_floor_kernels_compute_their_chain(kind):
     # the kernel starts from x + lane (its chain starts from data, not a constant)
     want = _expected(kind, x + np.arange(block, dtype=np.int32), table, k)
     np.testing.assert_array_equal(np.asarray(got), want.astype(np.int32))
+
+
+def test_variant_specs():
+    """``--few-blocks`` / ``--wide-blocks`` / ``--loop-blocks``: a block, optionally with a
+    prefetch after a colon."""
+    assert probe.few_variant("32") == {"block": 32}
+    assert probe.few_variant("128:1") == {"block": 128, "prefetch": 1}
+    assert probe.few_variant("1:0") == {"block": 1, "prefetch": 0}
+    with pytest.raises(ValueError):
+        probe.few_variant("x:1")
