@@ -151,7 +151,7 @@ def main(argv=None):
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--few", default="11,132,4096,65536",
-                   help="lane counts timed with blocks of 1 and of the default")  # fmt: skip
+                   help="lane counts timed with each --few-blocks variant")  # fmt: skip
     p.add_argument(
         "--few-blocks",
         default="1,32",
@@ -239,9 +239,9 @@ def main(argv=None):
                    **opts)  # fmt: skip
 
     # the loop's VM stage (short programs, four tests each) with each default block
+    # each variant's options name the kernel's defaults: block -> BLOCK, prefetch -> PREFETCH
     loop = [few_variant(v) for v in a.loop_blocks.split(",") if v]
-    loop = [(o, {"BLOCK": o["block"], **({"PREFETCH": o["prefetch"]} if "prefetch" in o else {})})
-            for o in loop]  # fmt: skip
+    loop = [(o, {k.upper(): v for k, v in o.items()}) for o in loop]
     for size in a.loop_sizes.split(",") if loop else ():
         loop_vm_ab(pr, size, 4 if a.quick else 65536, a.repeats, a.rounds, loop)
 
