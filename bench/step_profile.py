@@ -12,6 +12,12 @@ names ``x_fusion_2`` what the HLO names ``x_fusion.2``) to the named scopes in i
 ``op_name``: per stage, the time under each outermost scope (the step, e.g. the lexer's
 ``_dfa_tokens``) and under each innermost one. Writes ``DIR/steps.json`` and prints a
 table per stage. Needs a GPU (the CPU's profiler records no kernels).
+
+With ``--loop`` it profiles the whole loop instead (``pipeline.evaluate``, one jit, the
+corpus's tests): the kernels' time per call by stage (lexer, parser, middle end, VM,
+judge) and by step below it, and the GPU timeline's span, busy time and longest idle gaps
+(where the loop's wall time exceeds its kernels': host round trips of while loops,
+launches).
 """
 
 from __future__ import annotations
@@ -35,6 +41,10 @@ from middle_passes import encoded  # noqa: E402
 from trace_kernels import kernels  # noqa: E402
 
 MODULES = ("jaxcc.lexer", "jaxcc.resolve", "jaxcc.typecheck", "jaxcc.codegen")
+# --loop: the stages' entry functions too (their names say which stage a kernel is in)
+LOOP_MODULES = MODULES + ("jaxcc.parser", "jaxcc.middle", "jaxcc.pipeline", "jaxcc.arrays")
+STAGE_OF = {"lex": "lexer", "parse": "parser", "middle_end": "middle end",
+            "run_cases": "vm", "_judge": "judge"}  # fmt: skip
 
 
 def wrap_modules(modules=MODULES) -> set[str]:
@@ -136,6 +146,80 @@ def attribute(times: dict, calls: dict, ops: dict, names: set[str], n_calls: int
     }
 
 
+def by_stage(times: dict, calls: dict, ops: dict, names: set[str], n_calls: int) -> dict:
+    """The loop's kernel time per call (ms) by stage (``STAGE_OF``, the outermost stage
+    entry on a kernel's most common scope path) and by "stage: step" (the first scope
+    below the stage's entry functions that is not ``arrays``' plumbing)."""
+    stage: dict[str, float] = collections.Counter()
+    step: dict[str, float] = collections.Counter()
+    launches: dict[str, int] = collections.Counter()
+    plumbing = set(ENTRY) | set(STAGE_OF) | {"map_batch", "by_width", "middle_end_debug",
+                                             "run_passes", "_resolve", "_types", "_emit"}  # fmt: skip
+    for k, us in times.items():
+        paths = [tuple(p) for p in (scopes(o, names) for o in ops.get(k, [])) if p]
+        path = collections.Counter(paths).most_common(1)[0][0] if paths else ()
+        i = next((j for j, n in enumerate(path) if n in STAGE_OF), None)
+        st = STAGE_OF[path[i]] if i is not None else "(other)"
+        rest = [n for n in path[(i or 0) + 1 :] if n not in plumbing] if i is not None else []
+        key = f"{st}: {rest[0] if rest else '-'}"
+        stage[st] += us / n_calls / 1e3
+        step[key] += us / n_calls / 1e3
+        launches[st] += calls[k] // n_calls
+    r = lambda d: sorted(((k, round(v, 4)) for k, v in d.items()), key=lambda x: -x[1])  # noqa: E731
+    return {"total_ms": round(sum(times.values()) / n_calls / 1e3, 3), "stage": r(stage),
+            "step": r(step), "launches": dict(launches)}  # fmt: skip
+
+
+def profile_loop(ns) -> dict:
+    """--loop: the whole loop's kernels by stage and step, and its GPU timeline."""
+    import time
+
+    import numpy as np
+
+    from breakdown import cases_of, whole_loop
+
+    import baselines
+    import corpus as C
+    from jaxcc import lexer
+    from trace_kernels import gaps
+
+    names = wrap_modules(LOOP_MODULES)
+    lim = C.LIMITS[ns.size]
+    progs = C.generate(0, ns.size, 512)
+    src, length = lexer.encode([q["source"] for q in progs], lim)
+    t = baselines.test_arrays(progs)
+    i = np.arange(ns.batch) % src.shape[0]
+    cases = cases_of(t["entry"][i], t["args"][i], t["expected"][i])
+    args = jax.device_put((src[i], length[i], cases))
+    f = whole_loop(lim)
+    t0 = time.perf_counter()
+    comp = f.lower(*args).compile()
+    compile_s = time.perf_counter() - t0
+    jax.block_until_ready(comp(*args))
+    walls = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        jax.block_until_ready(comp(*args))
+        walls.append(time.perf_counter() - t0)
+    d = os.path.join(ns.out, f"trace_loop_{ns.size}")
+    with jax.profiler.trace(d, create_perfetto_trace=True):
+        for _ in range(ns.calls):
+            ev = jax.block_until_ready(comp(*args))
+    times, calls, _ = kernels(d)
+    res = by_stage(times, calls, op_names(comp.as_text()), names, ns.calls)
+    res["wall_ms_median"] = round(1e3 * sorted(walls)[len(walls) // 2], 3)
+    res["compile_s"] = round(compile_s, 1)
+    res["passed"] = int((np.asarray(ev.verdict) == 0).sum())
+    res["timeline"] = gaps(d, top=12)  # over all the traced calls
+    print(f"== loop {ns.size} {ns.batch}: wall {res['wall_ms_median']} ms, kernels "
+          f"{res['total_ms']} ms per call; timeline {res['timeline']}", flush=True)
+    for k, v in res["stage"]:
+        print(f"  {v:8.3f} ms  {res['launches'].get(k, 0):5d} launches  {k}")
+    for k, v in res["step"][:40]:
+        print(f"    {v:8.3f} ms  {k}")
+    return res
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--out", required=True)
@@ -144,8 +228,15 @@ def main(argv=None) -> int:
     p.add_argument("--stages", default="lexer,middle:resolve_names,middle:infer_types,"
                                         "middle:emit_code")  # fmt: skip
     p.add_argument("--calls", type=int, default=3)
+    p.add_argument("--loop", action="store_true", help="the whole loop, by stage and step")
     ns = p.parse_args(argv)
     os.makedirs(ns.out, exist_ok=True)
+    if ns.loop:
+        result = {"device": jax.devices()[0].device_kind, "size": ns.size, "batch": ns.batch,
+                  "loop": profile_loop(ns)}  # fmt: skip
+        with open(os.path.join(ns.out, f"loop_{ns.size}.json"), "w") as f:
+            json.dump(result, f, indent=1)
+        return 0
     names = wrap_modules()
     want = ns.stages.split(",")
     lim, src, length = encoded(ns.size, ns.batch, n=512)

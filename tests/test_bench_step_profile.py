@@ -39,3 +39,24 @@ def test_attribution_by_named_scope():
     assert abs(sum(outer.values()) - res["total_ms"]) < 1e-3
     assert sp.scopes("jit(f)/_alpha/_inner/add", names) == ["_alpha", "_inner"]
     assert sp._below_entry(["lex", "_lex_one", "_dfa_tokens"]) == ["_dfa_tokens"]
+
+
+def test_loop_attribution_by_stage_and_step():
+    names = {"lex", "_lex_one", "_dfa_tokens", "parse", "middle_end", "map_batch",
+             "resolve_names", "_scopes", "run_cases"}  # fmt: skip
+    ops = {
+        "a_fusion": ["jit(evaluate)/lex/_lex_one/_dfa_tokens/add"],
+        "b_fusion": ["jit(evaluate)/middle_end/map_batch/resolve_names/_scopes/mul"],
+        "c_fusion": ["jit(evaluate)/parse/while/body/gather"],
+        "d_fusion": ["jit(evaluate)/run_cases/pallas_call"],
+        "e_fusion": ["jit(evaluate)/select_n"],
+    }
+    times = {"a_fusion": 3000.0, "b_fusion": 2000.0, "c_fusion": 1000.0,
+             "d_fusion": 500.0, "e_fusion": 100.0}  # fmt: skip
+    res = sp.by_stage(times, {k: 2 for k in ops}, ops, names, n_calls=2)
+    stage, step = dict(res["stage"]), dict(res["step"])
+    assert stage == {"lexer": 1.5, "middle end": 1.0, "parser": 0.5, "vm": 0.25,
+                     "(other)": 0.05}  # fmt: skip
+    assert step["lexer: _dfa_tokens"] == 1.5 and step["middle end: _scopes"] == 1.0
+    assert step["parser: -"] == 0.5 and res["launches"]["lexer"] == 1
+    assert abs(res["total_ms"] - 3.3) < 1e-9
