@@ -174,14 +174,13 @@ def profile_loop(ns) -> dict:
     """--loop: the whole loop's kernels by stage and step, and its GPU timeline."""
     import time
 
-    import numpy as np
-
-    from breakdown import cases_of, whole_loop
-
     import baselines
     import corpus as C
-    from jaxcc import lexer
+    import numpy as np
+    from breakdown import cases_of, whole_loop
     from trace_kernels import gaps
+
+    from jaxcc import lexer
 
     names = wrap_modules(LOOP_MODULES)
     lim = C.LIMITS[ns.size]
@@ -211,8 +210,11 @@ def profile_loop(ns) -> dict:
     res["compile_s"] = round(compile_s, 1)
     res["passed"] = int((np.asarray(ev.verdict) == 0).sum())
     res["timeline"] = gaps(d, top=12)  # over all the traced calls
-    print(f"== loop {ns.size} {ns.batch}: wall {res['wall_ms_median']} ms, kernels "
-          f"{res['total_ms']} ms per call; timeline {res['timeline']}", flush=True)
+    print(
+        f"== loop {ns.size} {ns.batch}: wall {res['wall_ms_median']} ms, kernels "
+        f"{res['total_ms']} ms per call; timeline {res['timeline']}",
+        flush=True,
+    )
     for k, v in res["stage"]:
         print(f"  {v:8.3f} ms  {res['launches'].get(k, 0):5d} launches  {k}")
     for k, v in res["step"][:40]:
