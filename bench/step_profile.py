@@ -170,6 +170,14 @@ def by_stage(times: dict, calls: dict, ops: dict, names: set[str], n_calls: int)
             "step": r(step), "launches": dict(launches)}  # fmt: skip
 
 
+def save_hlo(compiled, path: str) -> None:
+    """The optimized HLO text, gzipped (for reading bytes per fusion off the device)."""
+    import gzip
+
+    with gzip.open(path, "wt") as f:
+        f.write(compiled.as_text())
+
+
 def profile_loop(ns) -> dict:
     """--loop: the whole loop's kernels by stage and step, and its GPU timeline."""
     import time
@@ -206,6 +214,8 @@ def profile_loop(ns) -> dict:
             ev = jax.block_until_ready(comp(*args))
     times, calls, _ = kernels(d)
     res = by_stage(times, calls, op_names(comp.as_text()), names, ns.calls)
+    if ns.hlo:
+        save_hlo(comp, os.path.join(ns.out, f"hlo_loop_{ns.size}.txt.gz"))
     res["wall_ms_median"] = round(1e3 * sorted(walls)[len(walls) // 2], 3)
     res["compile_s"] = round(compile_s, 1)
     res["passed"] = int((np.asarray(ev.verdict) == 0).sum())
@@ -231,6 +241,8 @@ def main(argv=None) -> int:
                                         "middle:emit_code")  # fmt: skip
     p.add_argument("--calls", type=int, default=3)
     p.add_argument("--loop", action="store_true", help="the whole loop, by stage and step")
+    p.add_argument("--hlo", action="store_true", help="also write each profiled jit's "
+                   "optimized HLO, gzipped, as DIR/hlo_NAME.txt.gz")  # fmt: skip
     ns = p.parse_args(argv)
     os.makedirs(ns.out, exist_ok=True)
     if ns.loop:
@@ -257,6 +269,8 @@ def main(argv=None) -> int:
                     jax.block_until_ready(comp(*args))
             times, calls, _ = kernels(d)
             res = attribute(times, calls, op_names(comp.as_text()), names, ns.calls)
+            if ns.hlo:
+                save_hlo(comp, os.path.join(ns.out, f"hlo_{st.name.replace(':', '_')}.txt.gz"))
             result[st.name] = res
             print(f"== {st.name}: {res['total_ms']} ms of kernels per call", flush=True)
             for k, v in res["outer"][:25]:

@@ -1,0 +1,130 @@
+"""Bytes each kernel of an optimized HLO module moves, attributed to the named scopes
+(jaxcc's functions) it was traced under: where a stage's memory traffic goes.
+
+    PYTHONPATH=. python bench/hlo_bytes.py FILE [--batch B] [--top 25] [--loop]
+
+FILE is an optimized HLO text (``compiled.as_text()``; ``.gz`` read as gzip), e.g. one
+``bench/step_profile.py --hlo`` wrote on the GPU, whose functions are under named scopes
+of their own names. An instruction of a computation that is not a fusion's body (the
+entry, a while loop's body and condition, a conditional's branches) is a kernel (a
+fusion, sort, scatter, custom call ...); its bytes are its result's plus its operands'
+(the sizes of their shapes: an upper bound on what it reads, as XLA's cost analysis
+counts a fusion, except that a constant operand, a table looked up, counts at most the
+result's size; a while loop's body counts once, not per iteration). Plumbing that moves
+nothing (parameters, constants, tuples, get-tuple-element, bitcasts, while, call,
+conditional) counts zero. Prints the bytes per program (``--batch``) by step (the first
+scope below the stage's entry functions, as ``step_profile`` attributes time; with
+``--loop`` "stage: step" as ``step_profile.by_stage``) and the largest kernels.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import gzip
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+import step_profile as sp  # noqa: E402
+
+_DT = {"pred": 1, "s8": 1, "u8": 1, "s16": 2, "u16": 2, "f16": 2, "bf16": 2, "s32": 4,
+       "u32": 4, "f32": 4, "s64": 8, "u64": 8, "f64": 8}  # fmt: skip
+_ARRAY = re.compile(r"\b(pred|[suf]\d+|bf16)\[([\d,]*)\]")
+_HEAD = re.compile(r"^(?:ENTRY\s+)?%?([\w.\-]+)\s.*\{\s*$")
+_INSTR = re.compile(r"^\s*(?:ROOT\s+)?%?([\w.\-]+)\s*=\s*(.*?)\s([\w\-]+)\((.*)$")
+FREE = {"parameter", "constant", "tuple", "get-tuple-element", "bitcast", "while", "call",
+        "conditional", "after-all", "partition-id", "replica-id", "opt-barrier"}  # fmt: skip
+
+
+def shape_bytes(shape: str) -> int:
+    """Bytes of an HLO shape string (a tuple: the sum of its arrays)."""
+    total = 0
+    for dt, dims in _ARRAY.findall(shape):
+        n = 1
+        for d in filter(None, dims.split(",")):
+            n *= int(d)
+        total += n * _DT.get(dt, 4)
+    return total
+
+
+def kernels(hlo: str) -> list[tuple[str, str, int]]:
+    """(instruction name in the trace's spelling, opcode, bytes) of every kernel."""
+    comps: dict[str, list[tuple[str, str, str, str]]] = collections.defaultdict(list)
+    fused: set[str] = set()
+    comp = None
+    for line in hlo.splitlines():
+        h = _HEAD.match(line)
+        if h and not line[:1].isspace():  # a computation's head (its signature may hold "=")
+            comp = h.group(1)
+            continue
+        m = _INSTR.match(line)
+        if not m or comp is None:
+            continue
+        name, shape, op, rest = m.groups()
+        comps[comp].append((name, shape, op, rest))
+        c = re.search(r"calls=%?([\w.\-]+)", rest)
+        if op == "fusion" and c:
+            fused.add(c.group(1))
+        for k in ("to_apply", "comparator"):  # reducers and comparators are not kernels
+            c = re.search(k + r"=%?([\w.\-]+)", rest)
+            if c:
+                fused.add(c.group(1))
+    out = []
+    for comp, instrs in comps.items():
+        if comp in fused:
+            continue
+        shapes = {n: s for n, s, _, _ in instrs}
+        consts = {n for n, _, op, _ in instrs if op == "constant"}
+        for name, shape, op, rest in instrs:
+            if op in FREE:
+                continue
+            args = rest.split("),")[0]  # the operand list (attributes follow ")," )
+            size = shape_bytes(shape)
+            # a constant operand is a table looked up (gathered from): at most the
+            # result's size of it is read, not the whole table
+            b = size + sum(
+                min(shape_bytes(shapes.get(a, "")), size) if a in consts
+                else shape_bytes(shapes.get(a, ""))
+                for a in re.findall(r"%([\w.\-]+)", args)
+            )  # fmt: skip
+            out.append((name.replace(".", "_"), op, b))
+    return out
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("file")
+    p.add_argument("--batch", type=int, default=65536)
+    p.add_argument("--top", type=int, default=25)
+    p.add_argument("--loop", action="store_true", help='"stage: step" keys (the whole loop)')
+    ns = p.parse_args(argv)
+    opener = gzip.open if ns.file.endswith(".gz") else open
+    with opener(ns.file, "rt") as f:
+        hlo = f.read()
+    names = sp.wrap_modules(sp.LOOP_MODULES if ns.loop else sp.MODULES)
+    ks = kernels(hlo)
+    ops = sp.op_names(hlo)
+    b = {k: float(v) for k, _, v in ks}
+    n = {k: 1 for k, _, _ in ks}
+    if ns.loop:
+        res = sp.by_stage(b, n, ops, names, 1)
+        rows = res["stage"] + res["step"]
+    else:
+        res = sp.attribute(b, n, ops, names, 1)
+        rows = res["outer"]
+    total = sum(b.values())
+    print(f"{len(ks)} kernels, {total / ns.batch / 1e3:.1f} KB per program")
+    for k, v in rows:  # the attribution's "ms" are bytes / 1e3 here
+        print(f"  {v * 1e3 / ns.batch / 1e3:9.2f} KB  {k}")
+    print("largest kernels:")
+    for k, op, v in sorted(ks, key=lambda x: -x[2])[: ns.top]:
+        path = next((sp.scopes(o, names) for o in ops.get(k, []) if sp.scopes(o, names)), [])
+        print(f"  {v / ns.batch / 1e3:9.2f} KB  {op:14s} {k}  {'/'.join(path)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
