@@ -9,6 +9,7 @@
 #   bash bench/cli_cold.sh                     # cold and warm, split and one jit
 #   CLI_COLD_SET=exec bash bench/cli_cold.sh   # warm runs with and without exec_cache
 #   CLI_COLD_SET=timeout bash bench/cli_cold.sh  # the default --timeout: cold and warm
+#   CLI_COLD_SET=examples bash bench/cli_cold.sh  # --json examples/*.py and collatz.py, and CPython
 set -uo pipefail
 export PYTHONPATH=${PYTHONPATH:-.} PYTHONUNBUFFERED=1
 out=${OUT:-/tmp/cli_cold}
@@ -43,6 +44,24 @@ if [ "${CLI_COLD_SET:-all}" = timeout ]; then
   run examples_json_warm "$c/b" -- --json examples/*.py
   run million_warm "$c/c" -- "$mil"
   run inf_warm2 "$c/a" -- "$inf"
+  exit 0
+fi
+if [ "${CLI_COLD_SET:-all}" = examples ]; then
+  # issue 14's first symptom: `jaxcc run --json examples/*.py` cold and warm (its output
+  # kept in $OUT/examples.json), collatz.py cold and warm, and CPython running each
+  # example in its own process, one after another (cpython.json)
+  run examples_json_cold "$c/b" -- --json examples/*.py
+  run examples_json_warm "$c/b" -- --json examples/*.py
+  run collatz_cold "$c/c" -- examples/collatz.py
+  run collatz_warm "$c/c" -- examples/collatz.py
+  JAXCC_CACHE_DIR="$c/b" python -m jaxcc run --json examples/*.py >"$out/examples.json"
+  python - "$out/cpython.json" examples/*.py <<'PY'
+import json, subprocess, sys, time
+t0 = time.perf_counter()
+outs = {f: subprocess.run([sys.executable, f], capture_output=True, text=True).stdout
+        for f in sys.argv[2:]}
+json.dump({"wall_s": round(time.perf_counter() - t0, 3), "stdout": outs}, open(sys.argv[1], "w"))
+PY
   exit 0
 fi
 if [ "${CLI_COLD_SET:-all}" = exec ]; then

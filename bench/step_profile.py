@@ -44,7 +44,7 @@ MODULES = ("jaxcc.lexer", "jaxcc.resolve", "jaxcc.typecheck", "jaxcc.codegen")
 # --loop: the stages' entry functions too (their names say which stage a kernel is in)
 LOOP_MODULES = MODULES + ("jaxcc.parser", "jaxcc.middle", "jaxcc.pipeline", "jaxcc.arrays")
 STAGE_OF = {"lex": "lexer", "parse": "parser", "middle_end": "middle end",
-            "run_cases": "vm", "_judge": "judge"}  # fmt: skip
+            "middle_end_debug": "middle end", "run_cases": "vm", "_judge": "judge"}  # fmt: skip
 
 
 def wrap_modules(modules=MODULES) -> set[str]:
@@ -220,6 +220,9 @@ def profile_loop(ns) -> dict:
     res["compile_s"] = round(compile_s, 1)
     res["passed"] = int((np.asarray(ev.verdict) == 0).sum())
     res["timeline"] = gaps(d, top=12)  # over all the traced calls
+    # each kernel's ms per call and launches, to attribute again off the device
+    res["kernels"] = {k: [round(v / ns.calls / 1e3, 5), calls[k] // ns.calls]
+                      for k, v in sorted(times.items(), key=lambda x: -x[1])}  # fmt: skip
     print(
         f"== loop {ns.size} {ns.batch}: wall {res['wall_ms_median']} ms, kernels "
         f"{res['total_ms']} ms per call; timeline {res['timeline']}",
