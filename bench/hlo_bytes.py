@@ -2,6 +2,7 @@
 (jaxcc's functions) it was traced under: where a stage's memory traffic goes.
 
     PYTHONPATH=. python bench/hlo_bytes.py FILE [--batch B] [--top 25] [--loop]
+        [--times LOOP_JSON]
 
 FILE is an optimized HLO text (``compiled.as_text()``; ``.gz`` read as gzip), e.g. one
 ``bench/step_profile.py --hlo`` wrote on the GPU, whose functions are under named scopes
@@ -14,7 +15,12 @@ result's size; a while loop's body counts once, not per iteration). Plumbing tha
 nothing (parameters, constants, tuples, get-tuple-element, bitcasts, while, call,
 conditional) counts zero. Prints the bytes per program (``--batch``) by step (the first
 scope below the stage's entry functions, as ``step_profile`` attributes time; with
-``--loop`` "stage: step" as ``step_profile.by_stage``) and the largest kernels.
+``--loop`` "stage: step" as ``step_profile.by_stage``) and the largest kernels. With
+``--times`` (a ``step_profile.py --loop`` JSON of the same module's run, which keeps each
+kernel's time) it lists the slowest kernels instead, each with its bytes per launch and
+the bandwidth that implies, and the time and bandwidth per kind of kernel (reduction
+fusions ``input_*reduce*``, scatters, loop fusions, ...): the kernels far below the
+device's bandwidth are the ones to look at.
 """
 
 from __future__ import annotations
@@ -94,18 +100,62 @@ def kernels(hlo: str) -> list[tuple[str, str, int]]:
     return out
 
 
+def kind(name: str) -> str:
+    """A kernel's kind by XLA's name for it (reduction fusions are "input_" fusions)."""
+    if "scatter" in name:
+        return "scatter"
+    if name.startswith("input_") and "reduce" in name:
+        return "reduction fusion"
+    if name.startswith("loop_"):
+        return "loop fusion"
+    return name.split("_")[0]
+
+
+def print_times(ks, times_json: str, top: int) -> int:
+    """The slowest kernels with their bytes per launch and implied bandwidth, and time
+    and bandwidth per kind (kernels absent from the HLO, custom calls and copies, are
+    left out of the bandwidths)."""
+    import json
+
+    with open(times_json) as f:
+        d = json.load(f)
+    times = (d.get("loop") or d)["kernels"]
+    by = {k: b for k, _, b in ks}
+    rows = [(ms, n, by.get(k), k) for k, (ms, n) in times.items()]
+    per: dict[str, list[float]] = collections.defaultdict(lambda: [0.0, 0.0])
+    for ms, n, b, k in rows:
+        if b is not None:
+            per[kind(k)][0] += ms
+            per[kind(k)][1] += b * n
+    total = sum(ms for ms, _, _, _ in rows)
+    print(
+        f"{total:.3f} ms of kernels per call, {sum(v[0] for v in per.values()):.3f} ms of them in the HLO"
+    )
+    for c, (ms, b) in sorted(per.items(), key=lambda x: -x[1][0]):
+        print(f"  {ms:8.3f} ms  {b / (ms * 1e-3) / 1e9 if ms else 0:6.0f} GB/s  {c}")
+    print("slowest kernels (ms per call, launches, MB a launch, GB/s):")
+    for ms, n, b, k in sorted(rows, reverse=True)[:top]:
+        bw = f"{b * n / (ms * 1e-3) / 1e9:6.0f}" if b and ms else "     -"
+        mb = f"{b / 1e6:8.1f}" if b else "       -"
+        print(f"  {ms:8.3f} {n:4d} {mb} {bw}  {k}")
+    return 0
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser()
     p.add_argument("file")
     p.add_argument("--batch", type=int, default=65536)
     p.add_argument("--top", type=int, default=25)
     p.add_argument("--loop", action="store_true", help='"stage: step" keys (the whole loop)')
+    p.add_argument("--times", help="step_profile --loop JSON: kernels' times joined")
     ns = p.parse_args(argv)
     opener = gzip.open if ns.file.endswith(".gz") else open
     with opener(ns.file, "rt") as f:
         hlo = f.read()
     names = sp.wrap_modules(sp.LOOP_MODULES if ns.loop else sp.MODULES)
     ks = kernels(hlo)
+    if ns.times:
+        return print_times(ks, ns.times, ns.top)
     ops = sp.op_names(hlo)
     b = {k: float(v) for k, _, v in ks}
     n = {k: 1 for k, _, _ in ks}

@@ -46,3 +46,28 @@ def test_kernel_bytes_on_a_compiled_module():
                           names, 1)  # fmt: skip
     outer = dict(res["outer"])
     assert outer.get("_sum_rows", 0) * 1e3 >= 64 * 128 * 4  # the step that reads x
+
+
+def test_times_joined_by_kernel_name(tmp_path, capsys):
+    import json
+
+    ks = [
+        ("input_add_reduce_fusion", "fusion", 2_000_000),
+        ("loop_add_fusion", "fusion", 4_000_000),
+    ]
+    times = {
+        "input_add_reduce_fusion": [2.0, 1],
+        "loop_add_fusion": [1.0, 2],
+        "memcpy128": [0.5, 3],
+    }
+    p = tmp_path / "loop.json"
+    p.write_text(json.dumps({"loop": {"kernels": times}}))
+    assert hb.kind("input_add_reduce_fusion") == "reduction fusion"
+    assert hb.kind("input_scatter_fusion_3") == "scatter"
+    assert hb.kind("loop_add_fusion") == "loop fusion"
+    hb.print_times(ks, str(p), top=5)
+    out = capsys.readouterr().out
+    assert "3.500 ms of kernels per call, 3.000 ms of them in the HLO" in out
+    # 2 MB in 2 ms: 1 GB/s; 2 launches of 4 MB in 1 ms: 8 GB/s
+    assert "     1 GB/s  reduction fusion" in out and "     8 GB/s  loop fusion" in out
+    assert out.index("input_add_reduce_fusion") < out.index("memcpy128")  # slowest first
