@@ -1,7 +1,8 @@
 """GPU kernel time of the front end's stages by the Python function that issued it:
 
     PYTHONPATH=. python bench/step_profile.py --out DIR [--size small] [--batch 65536]
-        [--stages lexer,middle:resolve_names]
+        [--stages lexer,middle:resolve_names] [--hlo]
+    PYTHONPATH=. python bench/step_profile.py --out DIR --loop [--size medium] [--hlo]
 
 Every plain function of jaxcc's lexer and middle-end modules is wrapped in a
 ``jax.named_scope`` of its own name before anything is traced (the same operations: a
@@ -273,7 +274,8 @@ def main(argv=None) -> int:
             times, calls, _ = kernels(d)
             res = attribute(times, calls, op_names(comp.as_text()), names, ns.calls)
             if ns.hlo:
-                save_hlo(comp, os.path.join(ns.out, f"hlo_{st.name.replace(':', '_')}.txt.gz"))
+                tag = st.name.replace(":", "_").replace(" ", "_")  # "middle end" -> middle_end
+                save_hlo(comp, os.path.join(ns.out, f"hlo_{tag}.txt.gz"))
             result[st.name] = res
             print(f"== {st.name}: {res['total_ms']} ms of kernels per call", flush=True)
             for k, v in res["outer"][:25]:
