@@ -111,15 +111,22 @@ def kind(name: str) -> str:
     return name.split("_")[0]
 
 
-def print_times(ks, times_json: str, top: int) -> int:
+def print_times(ks, times_json: str, top: int, hlo: str | None = None) -> int:
     """The slowest kernels with their bytes per launch and implied bandwidth, and time
     and bandwidth per kind (kernels absent from the HLO, custom calls and copies, are
-    left out of the bandwidths)."""
+    left out of the bandwidths); with the module's text, also the time per stage of the
+    loop, attributed again as ``step_profile.by_stage`` does now."""
     import json
 
     with open(times_json) as f:
         d = json.load(f)
     times = (d.get("loop") or d)["kernels"]
+    if hlo is not None:
+        names = sp.wrap_modules(sp.LOOP_MODULES)
+        res = sp.by_stage({k: v[0] * 1e3 for k, v in times.items()},
+                          {k: v[1] for k, v in times.items()}, sp.op_names(hlo), names, 1)  # fmt: skip
+        for k, v in res["stage"]:
+            print(f"  {v:8.3f} ms  {res['launches'].get(k, 0):5d} launches  {k}")
     by = {k: b for k, _, b in ks}
     rows = [(ms, n, by.get(k), k) for k, (ms, n) in times.items()]
     per: dict[str, list[float]] = collections.defaultdict(lambda: [0.0, 0.0])
@@ -155,7 +162,7 @@ def main(argv=None) -> int:
     names = sp.wrap_modules(sp.LOOP_MODULES if ns.loop else sp.MODULES)
     ks = kernels(hlo)
     if ns.times:
-        return print_times(ks, ns.times, ns.top)
+        return print_times(ks, ns.times, ns.top, hlo)
     ops = sp.op_names(hlo)
     b = {k: float(v) for k, _, v in ks}
     n = {k: 1 for k, _, _ in ks}

@@ -46,6 +46,9 @@ MODULES = ("jaxcc.lexer", "jaxcc.resolve", "jaxcc.typecheck", "jaxcc.codegen")
 LOOP_MODULES = MODULES + ("jaxcc.parser", "jaxcc.middle", "jaxcc.pipeline", "jaxcc.arrays")
 STAGE_OF = {"lex": "lexer", "parse": "parser", "middle_end": "middle end",
             "middle_end_debug": "middle end", "run_cases": "vm", "_judge": "judge"}  # fmt: skip
+# the Pallas kernels: the trace names them by the kernel's name (parser_pallas, vm_pallas),
+# not by their HLO instruction (a custom call), so no op_name reaches them
+PALLAS_STAGE = {"jaxcc_parser": "parser", "jaxcc_vm": "vm"}
 
 
 def wrap_modules(modules=MODULES) -> set[str]:
@@ -160,9 +163,9 @@ def by_stage(times: dict, calls: dict, ops: dict, names: set[str], n_calls: int)
         paths = [tuple(p) for p in (scopes(o, names) for o in ops.get(k, [])) if p]
         path = collections.Counter(paths).most_common(1)[0][0] if paths else ()
         i = next((j for j, n in enumerate(path) if n in STAGE_OF), None)
-        st = STAGE_OF[path[i]] if i is not None else "(other)"
+        st = STAGE_OF[path[i]] if i is not None else PALLAS_STAGE.get(k, "(other)")
         rest = [n for n in path[(i or 0) + 1 :] if n not in plumbing] if i is not None else []
-        key = f"{st}: {rest[0] if rest else '-'}"
+        key = f"{st}: {rest[0] if rest else k if k in PALLAS_STAGE else '-'}"
         stage[st] += us / n_calls / 1e3
         step[key] += us / n_calls / 1e3
         launches[st] += calls[k] // n_calls
