@@ -49,18 +49,22 @@ fi
 if [ "${CLI_COLD_SET:-all}" = examples ]; then
   # issue 14's first symptom: `jaxcc run --json examples/*.py` cold and warm (its output
   # kept in $OUT/examples.json), collatz.py cold and warm, and CPython running each
-  # example in its own process, one after another (cpython.json)
-  run examples_json_cold "$c/b" -- --json examples/*.py
-  run examples_json_warm "$c/b" -- --json examples/*.py
-  run collatz_cold "$c/c" -- examples/collatz.py
-  run collatz_warm "$c/c" -- examples/collatz.py
-  JAXCC_CACHE_DIR="$c/b" python -m jaxcc run --json examples/*.py >"$out/examples.json"
+  # example in its own process, one after another (cpython.json). The CLI's defaults: on
+  # a GPU machine `--device auto` runs so few files on the host's CPU (CLI_DEVICE=default
+  # times the GPU instead)
+  dev=(--device "${CLI_DEVICE:-auto}")
+  run examples_json_cold "$c/b" -- "${dev[@]}" --json examples/*.py
+  run examples_json_warm "$c/b" -- "${dev[@]}" --json examples/*.py
+  run collatz_cold "$c/c" -- "${dev[@]}" examples/collatz.py
+  run collatz_warm "$c/c" -- "${dev[@]}" examples/collatz.py
+  JAXCC_CACHE_DIR="$c/b" python -m jaxcc run "${dev[@]}" --json examples/*.py >"$out/examples.json"
   python - "$out/cpython.json" examples/*.py <<'PY'
 import json, subprocess, sys, time
 t0 = time.perf_counter()
 outs = {f: subprocess.run([sys.executable, f], capture_output=True, text=True).stdout
         for f in sys.argv[2:]}
-json.dump({"wall_s": round(time.perf_counter() - t0, 3), "stdout": outs}, open(sys.argv[1], "w"))
+with open(sys.argv[1], "w") as f:
+    json.dump({"wall_s": round(time.perf_counter() - t0, 3), "stdout": outs}, f)
 PY
   exit 0
 fi
