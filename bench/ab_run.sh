@@ -4,7 +4,9 @@
 # Each DIR (under $AB_VARIANTS, default _ab/variants) holds replacement files for jaxcc/
 # (e.g. the files of an earlier commit: git show REV:jaxcc/lexer.py > DIR/lexer.py); NAME=
 # with no DIR times the working tree as it is. Lines of bench/ab_time.py go to
-# $OUT/ab.jsonl (and stdout), its stderr to $OUT/ab.err.
+# $OUT/ab.jsonl (and stdout), its stderr to $OUT/ab.err. A variant's own environment:
+# AB_ENV_NAME="VAR=value ..." (e.g. AB_ENV_nomof="XLA_FLAGS=--xla_disable_hlo_passes=
+# multi_output_fusion" for a variant named nomof, XLA's flags for that process alone).
 set -u
 opts=()
 case " $* " in
@@ -22,6 +24,8 @@ for spec in "$@"; do
   name=${spec%%=*}; dirs=${spec#*=}
   rm -rf /tmp/ab_tree && cp -r . /tmp/ab_tree
   for d in ${dirs//+/ }; do cp "$vdir/$d"/*.py /tmp/ab_tree/jaxcc/; done
-  (cd /tmp/ab_tree && timeout 180 python bench/ab_time.py "$name" "${opts[@]}" >>"$out/ab.jsonl" 2>>"$out/ab.err")
+  envvar="AB_ENV_${name//[^A-Za-z0-9_]/_}"
+  # shellcheck disable=SC2086  # the variant's VAR=value words, split on purpose
+  (cd /tmp/ab_tree && env ${!envvar:-} timeout 180 python bench/ab_time.py "$name" "${opts[@]}" >>"$out/ab.jsonl" 2>>"$out/ab.err")
   tail -1 "$out/ab.jsonl"
 done
