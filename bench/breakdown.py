@@ -221,6 +221,22 @@ def cases_of(entry, args, expected):
     return pipeline.Cases(entry, args, expected, np.ones(expected.shape, bool))
 
 
+def corpus_inputs(size: str, batch: int, seed: int = 0, n: int = 512):
+    """(limits, source, length, cases), host arrays: ``n`` seeded corpus programs of
+    ``size`` and their tests (``baselines.test_arrays``), tiled to ``batch`` programs:
+    the loop's inputs as the bench scripts time it."""
+    from bench import baselines
+    from bench import corpus as C
+    from jaxcc import lexer
+
+    lim = C.LIMITS[size]
+    progs = C.generate(seed, size, n)
+    src, length = lexer.encode([q["source"] for q in progs], lim)
+    t = baselines.test_arrays(progs)
+    i = np.arange(batch) % src.shape[0]
+    return lim, src[i], length[i], cases_of(t["entry"][i], t["args"][i], t["expected"][i])
+
+
 def same(a, b) -> bool:
     """Two pytrees of arrays equal leaf by leaf (same structure)."""
     import jax

@@ -122,7 +122,7 @@ def print_times(ks, times_json: str, top: int, hlo: str | None = None) -> int:
         d = json.load(f)
     times = (d.get("loop") or d)["kernels"]
     if hlo is not None:
-        names = sp.wrap_modules(sp.LOOP_MODULES)
+        names = sp.function_names(sp.LOOP_MODULES)
         res = sp.by_stage({k: v[0] * 1e3 for k, v in times.items()},
                           {k: v[1] for k, v in times.items()}, sp.op_names(hlo), names, 1)  # fmt: skip
         for k, v in res["stage"]:
@@ -159,10 +159,10 @@ def main(argv=None) -> int:
     opener = gzip.open if ns.file.endswith(".gz") else open
     with opener(ns.file, "rt") as f:
         hlo = f.read()
-    names = sp.wrap_modules(sp.LOOP_MODULES if ns.loop else sp.MODULES)
     ks = kernels(hlo)
     if ns.times:
         return print_times(ks, ns.times, ns.top, hlo)
+    names = sp.function_names(sp.LOOP_MODULES if ns.loop else sp.MODULES)
     ops = sp.op_names(hlo)
     b = {k: float(v) for k, _, v in ks}
     n = {k: 1 for k, _, _ in ks}

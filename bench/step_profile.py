@@ -51,21 +51,33 @@ STAGE_OF = {"lex": "lexer", "parse": "parser", "middle_end": "middle end",
 PALLAS_STAGE = {"jaxcc_parser": "parser", "jaxcc_vm": "vm"}
 
 
+def _functions(modules):
+    """(module, name, function) of every plain function defined in ``modules``."""
+    for m in map(importlib.import_module, modules):
+        for name, f in list(vars(m).items()):
+            if inspect.isfunction(f) and f.__module__ == m.__name__:
+                yield m, name, f
+
+
+def function_names(modules=MODULES) -> set[str]:
+    """The names ``wrap_modules`` puts scopes under, without wrapping anything (to read
+    a module traced with them, e.g. ``bench/hlo_bytes.py``)."""
+    return {name for _, name, _ in _functions(modules)}
+
+
 def wrap_modules(modules=MODULES) -> set[str]:
     """Put every plain function of ``modules`` under a named scope of its name; returns
     the names (module-qualified names are not needed: they do not repeat)."""
     names = set()
-    for m in map(importlib.import_module, modules):
-        for name, f in list(vars(m).items()):
-            if inspect.isfunction(f) and f.__module__ == m.__name__:
+    for m, name, f in _functions(modules):
 
-                @functools.wraps(f)
-                def w(*a, _f=f, _n=name, **k):
-                    with jax.named_scope(_n):
-                        return _f(*a, **k)
+        @functools.wraps(f)
+        def w(*a, _f=f, _n=name, **k):
+            with jax.named_scope(_n):
+                return _f(*a, **k)
 
-                setattr(m, name, w)
-                names.add(name)
+        setattr(m, name, w)
+        names.add(name)
     return names
 
 
@@ -186,22 +198,13 @@ def profile_loop(ns) -> dict:
     """--loop: the whole loop's kernels by stage and step, and its GPU timeline."""
     import time
 
-    import baselines
-    import corpus as C
     import numpy as np
-    from breakdown import cases_of, whole_loop
+    from breakdown import corpus_inputs, whole_loop
     from trace_kernels import gaps
 
-    from jaxcc import lexer
-
     names = wrap_modules(LOOP_MODULES)
-    lim = C.LIMITS[ns.size]
-    progs = C.generate(0, ns.size, 512)
-    src, length = lexer.encode([q["source"] for q in progs], lim)
-    t = baselines.test_arrays(progs)
-    i = np.arange(ns.batch) % src.shape[0]
-    cases = cases_of(t["entry"][i], t["args"][i], t["expected"][i])
-    args = jax.device_put((src[i], length[i], cases))
+    lim, *inputs = corpus_inputs(ns.size, ns.batch)
+    args = jax.device_put(tuple(inputs))
     f = whole_loop(lim)
     t0 = time.perf_counter()
     comp = f.lower(*args).compile()

@@ -65,18 +65,12 @@ def lockstep(inputs, block=32, seed=5):
 
 
 def loop_vm_inputs(size, b):
-    from bench import baselines, breakdown
-    from bench import corpus as C
-    from jaxcc import compiler, lexer
+    from bench import breakdown
+    from jaxcc import compiler
 
-    lim = C.LIMITS[size]
-    progs = C.generate(0, size, 512)
-    src, length = lexer.encode([q["source"] for q in progs], lim)
-    t = baselines.test_arrays(progs)
-    i = np.arange(b) % src.shape[0]
-    cases = breakdown.cases_of(t["entry"][i], t["args"][i], t["expected"][i])
+    lim, src, length, cases = breakdown.corpus_inputs(size, b)
     comp = jax.jit(lambda s, n: compiler.compile_arrays(s, n, lim, tiers=False)[:2])
-    program, error = comp(jnp.asarray(src[i]), jnp.asarray(length[i]))
+    program, error = comp(jnp.asarray(src), jnp.asarray(length))
     return program, error, jax.device_put(cases), lim
 
 

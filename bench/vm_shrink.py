@@ -78,17 +78,12 @@ def main(argv=None) -> int:
     sys.path.insert(0, ".")
     import jax
 
-    from bench import baselines, breakdown
-    from bench import corpus as C
-    from jaxcc import compiler, lexer, pipeline, vm
+    from bench import breakdown
+    from jaxcc import compiler, pipeline, vm
 
-    lim, b = C.LIMITS[ns.size], ns.batch
-    progs = C.generate(0, ns.size, 512)
-    src, length = lexer.encode([q["source"] for q in progs], lim)
-    t = baselines.test_arrays(progs)
-    i = np.arange(b) % src.shape[0]
-    cases = breakdown.cases_of(t["entry"][i], t["args"][i], t["expected"][i])
-    src, length, cases = jax.device_put((src[i], length[i], cases))
+    b = ns.batch
+    lim, *inputs = breakdown.corpus_inputs(ns.size, b)
+    src, length, cases = jax.device_put(tuple(inputs))
     prog, err, _ = jax.jit(lambda s, n: compiler.compile_arrays(s, n, lim))(src, length)
     budget = pipeline._budget(err, cases, lim)
     out = {"size": ns.size, "batch": b, "device": jax.devices()[0].device_kind, "vm": {}}
