@@ -176,21 +176,33 @@ def _lex_min(a, b):
     return tuple(jnp.where(a_first, x, y) for x, y in zip(a, b, strict=True))
 
 
-def smallest(cands: list[Cand], packed: bool | None = None):
+def smallest(cands: list[Cand], packed: bool | str | None = None):
     """(ok, which, j): whether any candidate holds, and the smallest (key, candidate,
     node) triple's candidate and node (``ok`` False: ``which`` and ``j`` are arbitrary).
 
-    One reduction over the nodes, after the elementwise minimum over the candidates:
-    where ``64 * N * len(cands)`` fits in an int32 (``packed``, the default then), the
-    key and the candidate packed as ``key * len(cands) + candidate`` and an argmin;
-    else the lexicographic minimum of the triples in one ``lax.reduce``. Why: a min, a
+    One reduction over the nodes, after the elementwise minimum over the candidates.
+    Three forms, the first that fits an int32 the default: ``packed="node"`` (``64 * N
+    * len(cands) * N`` fits) packs key, candidate and node in one word and takes a plain
+    min (no argmin's two-operand reduce, no gather after it); ``packed=True`` (``64 * N
+    * len(cands)`` fits) packs key and candidate as ``key * len(cands) + candidate`` and
+    takes an argmin; ``packed=False`` the lexicographic minimum of the triples in one
+    ``lax.reduce``. Why: a min, a
     second min and an argmax in sequence each recomputed every candidate's key, three
     kernels of about 1.2 ms each in resolve_names for 65,536 small programs on an H200;
     the three-operand reduce everywhere made infer_types, whose keys are cheap, 0.2-0.4
     ms slower (docs/benchmarks.md, "GPU results, thirteenth run")."""
     nc, n = len(cands), cands[0].mask.shape[0]
     if packed is None:
-        packed = 64 * n * nc < BIG
+        packed = "node" if 64 * n * nc * n < BIG else 64 * n * nc < BIG
+    if packed == "node":
+        best = None
+        for i, c in enumerate(cands):
+            key = jnp.where(
+                c.mask, ((c.keys[0] * 64 + c.keys[1]) * nc + i) * n + jnp.arange(n, dtype=I32), BIG
+            )
+            best = key if best is None else jnp.minimum(best, key)
+        kw = jnp.min(best)
+        return kw < BIG, (kw // n) % nc, kw % n
     if packed:
         best = None
         for i, c in enumerate(cands):

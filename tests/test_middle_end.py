@@ -391,7 +391,7 @@ def test_merged_code_rules_never_meet_on_generated_programs(seeds):
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_error_choice_is_the_smallest_key_candidate_node(data):
-    """``resolve.smallest`` (both of its reductions) against a brute force over every
+    """``resolve.smallest`` (all three of its forms) against a brute force over every
     (key, candidate, node): the first listed candidate wins ties of key, the first node
     ties of both; keys drawn from a small range so that ties happen."""
     from jaxcc.resolve import Cand, smallest
@@ -405,7 +405,7 @@ def test_error_choice_is_the_smallest_key_candidate_node(data):
         rank, sub = np.array(data.draw(ints(3)), np.int32), np.array(data.draw(ints(2)), np.int32)
         cands.append(Cand(mask, 1, 0, 0, 0, (rank, sub)))
         brute += [(64 * rank[x] + sub[x], i, x) for x in range(n) if mask[x]]
-    for packed in (True, False):
+    for packed in ("node", True, False):
         ok, which, j = jax.jit(lambda c, p=packed: smallest(c, p))(cands)
         assert bool(ok) == bool(brute)
         if brute:
