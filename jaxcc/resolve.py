@@ -176,14 +176,32 @@ def _lex_min(a, b):
     return tuple(jnp.where(a_first, x, y) for x, y in zip(a, b, strict=True))
 
 
+def _tree_min(x):
+    """The minimum over the last axis of ``x`` (Int32[..., n], n >= 1), as halving
+    elementwise minimums over a power-of-two width padded with ``BIG``. Why not
+    ``jnp.min``: XLA fused that row reduction with dozens of the passes' elementwise
+    outputs into one multi-output reduction kernel that ran at about a tenth of the
+    loop fusions' bandwidth (5.3 ms a call for 65,536 medium programs on an H100);
+    as slices and minimums it is a loop fusion (docs/benchmarks.md, twenty-third run)."""
+    n = x.shape[-1]
+    p = 1 << max(n - 1, 0).bit_length()
+    if p != n:
+        x = jnp.concatenate([x, jnp.full(x.shape[:-1] + (p - n,), BIG, x.dtype)], axis=-1)
+    while x.shape[-1] > 1:
+        h = x.shape[-1] // 2
+        x = jnp.minimum(x[..., :h], x[..., h:])
+    return x[..., 0]
+
+
 def smallest(cands: list[Cand], packed: bool | str | None = None):
     """(ok, which, j): whether any candidate holds, and the smallest (key, candidate,
     node) triple's candidate and node (``ok`` False: ``which`` and ``j`` are arbitrary).
 
     One reduction over the nodes, after the elementwise minimum over the candidates.
     Three forms, the first that fits an int32 the default: ``packed="node"`` (``64 * N
-    * len(cands) * N`` fits) packs key, candidate and node in one word and takes a plain
-    min (no argmin's two-operand reduce, no gather after it); ``packed=True`` (``64 * N
+    * len(cands) * N`` fits) packs key, candidate and node in one word and takes its
+    minimum by halving (``_tree_min``: no argmin's two-operand reduce, no gather after
+    it, and no reduction for XLA to fuse the passes' elementwise work into); ``packed=True`` (``64 * N
     * len(cands)`` fits) packs key and candidate as ``key * len(cands) + candidate`` and
     takes an argmin; ``packed=False`` the lexicographic minimum of the triples in one
     ``lax.reduce``. Why: a min, a
@@ -201,7 +219,7 @@ def smallest(cands: list[Cand], packed: bool | str | None = None):
                 c.mask, ((c.keys[0] * 64 + c.keys[1]) * nc + i) * n + jnp.arange(n, dtype=I32), BIG
             )
             best = key if best is None else jnp.minimum(best, key)
-        kw = jnp.min(best)
+        kw = _tree_min(best)
         return kw < BIG, (kw // n) % nc, kw % n
     if packed:
         best = None

@@ -412,6 +412,22 @@ def test_error_choice_is_the_smallest_key_candidate_node(data):
             assert (int(which), int(j)) == min(brute)[1:]
 
 
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(1, 3), st.integers(1, 70), st.integers(0, 2**31 - 1))
+def test_tree_min_is_the_minimum_of_the_last_axis(rows, n, seed):
+    """``resolve._tree_min`` (the error choice's minimum by halving) equals ``np.min``
+    over the last axis, for widths that are and are not powers of two, BIG included."""
+    from jaxcc.arrays import BIG
+    from jaxcc.resolve import _tree_min
+
+    rng = np.random.default_rng(seed)
+    x = rng.integers(-5, 2**31 - 1, size=(rows, n), dtype=np.int64)
+    x[rng.random((rows, n)) < 0.3] = int(BIG)
+    x = x.astype(np.int32)
+    assert np.array_equal(np.asarray(jax.jit(_tree_min)(x)), x.min(axis=-1))
+    assert np.array_equal(np.asarray(jax.vmap(_tree_min)(x)), x.min(axis=-1))
+
+
 def test_two_widths_equal_one_width():
     """``middle_end_debug(..., tiers=True)`` (the batch through the passes at the cheapest
     of 3 N / 8, N / 2 and N nodes, the programs too large for it again at N in chunks;
