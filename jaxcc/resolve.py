@@ -198,17 +198,21 @@ def smallest(cands: list[Cand], packed: bool | str | None = None):
     node) triple's candidate and node (``ok`` False: ``which`` and ``j`` are arbitrary).
 
     One reduction over the nodes, after the elementwise minimum over the candidates.
-    Three forms, the first that fits an int32 the default: ``packed="node"`` (``64 * N
-    * len(cands) * N`` fits) packs key, candidate and node in one word and takes its
-    minimum by halving (``_tree_min``: no argmin's two-operand reduce, no gather after
-    it, and no reduction for XLA to fuse the passes' elementwise work into); ``packed=True`` (``64 * N
-    * len(cands)`` fits) packs key and candidate as ``key * len(cands) + candidate`` and
-    takes an argmin; ``packed=False`` the lexicographic minimum of the triples in one
-    ``lax.reduce``. Why: a min, a
-    second min and an argmax in sequence each recomputed every candidate's key, three
-    kernels of about 1.2 ms each in resolve_names for 65,536 small programs on an H200;
-    the three-operand reduce everywhere made infer_types, whose keys are cheap, 0.2-0.4
-    ms slower (docs/benchmarks.md, "GPU results, thirteenth run")."""
+    Three forms; the default is the first whose packed word fits an int32:
+
+    - ``packed="node"`` (``64 * N * len(cands) * N`` fits): key, candidate and node in
+      one word, its minimum by halving (``_tree_min``: no argmin's two-operand reduce,
+      no gather after it, no reduction for XLA to fuse the passes' elementwise work
+      into; docs/benchmarks.md, "twenty-third run");
+    - ``packed=True`` (``64 * N * len(cands)`` fits): ``key * len(cands) + candidate``
+      and an argmin;
+    - ``packed=False``: the lexicographic minimum of the triples in one ``lax.reduce``.
+
+    Why one reduction: a min, a second min and an argmax in sequence each recomputed
+    every candidate's key, three kernels of about 1.2 ms each in resolve_names for
+    65,536 small programs on an H200; the three-operand reduce everywhere made
+    infer_types, whose keys are cheap, 0.2-0.4 ms slower (docs/benchmarks.md, "GPU
+    results, thirteenth run")."""
     nc, n = len(cands), cands[0].mask.shape[0]
     if packed is None:
         packed = "node" if 64 * n * nc * n < BIG else 64 * n * nc < BIG
