@@ -18,7 +18,7 @@ esac
 export PYTHONPATH=. PYTHONUNBUFFERED=1 JAX_COMPILATION_CACHE_DIR=${JAX_COMPILATION_CACHE_DIR:-/tmp/abcache}
 vdir=$(pwd)/${AB_VARIANTS:-_ab/variants}
 out=${OUT:-/tmp/ab_out}
-mkdir -p "$out"
+mkdir -p "$out" && touch "$out/ab.jsonl"
 nvidia-smi -L >"$out/device.txt" 2>&1 || true
 for spec in "$@"; do
   name=${spec%%=*}; dirs=${spec#*=}
@@ -26,6 +26,10 @@ for spec in "$@"; do
   for d in ${dirs//+/ }; do cp "$vdir/$d"/*.py /tmp/ab_tree/jaxcc/; done
   envvar="AB_ENV_${name//[^A-Za-z0-9_]/_}"
   # shellcheck disable=SC2086  # the variant's VAR=value words, split on purpose
+  before=$(wc -l <"$out/ab.jsonl" 2>/dev/null || echo 0)
   (cd /tmp/ab_tree && env ${!envvar:-} timeout 180 python bench/ab_time.py "$name" "${opts[@]}" >>"$out/ab.jsonl" 2>>"$out/ab.err")
-  tail -1 "$out/ab.jsonl"
+  rc=$?
+  # a variant that dies before its line (an unknown XLA flag, the timeout) says so here
+  if [ "$(wc -l <"$out/ab.jsonl")" -gt "$before" ]; then tail -1 "$out/ab.jsonl"
+  else echo "{\"variant\": \"$name\", \"error\": \"exit $rc, no result (see ab.err)\"}"; fi
 done
