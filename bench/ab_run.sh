@@ -25,8 +25,8 @@ for spec in "$@"; do
   rm -rf /tmp/ab_tree && cp -r . /tmp/ab_tree
   for d in ${dirs//+/ }; do cp "$vdir/$d"/*.py /tmp/ab_tree/jaxcc/; done
   envvar="AB_ENV_${name//[^A-Za-z0-9_]/_}"
+  before=$(wc -l <"$out/ab.jsonl")
   # shellcheck disable=SC2086  # the variant's VAR=value words, split on purpose
-  before=$(wc -l <"$out/ab.jsonl" 2>/dev/null || echo 0)
   (cd /tmp/ab_tree && env ${!envvar:-} timeout 180 python bench/ab_time.py "$name" "${opts[@]}" >>"$out/ab.jsonl" 2>>"$out/ab.err")
   rc=$?
   # a variant that dies before its line (an unknown XLA flag, the timeout) says so here

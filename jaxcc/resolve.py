@@ -216,20 +216,16 @@ def smallest(cands: list[Cand], packed: bool | str | None = None):
     nc, n = len(cands), cands[0].mask.shape[0]
     if packed is None:
         packed = "node" if 64 * n * nc * n < BIG else 64 * n * nc < BIG
-    if packed == "node":
-        best = None
-        for i, c in enumerate(cands):
-            key = jnp.where(
-                c.mask, ((c.keys[0] * 64 + c.keys[1]) * nc + i) * n + jnp.arange(n, dtype=I32), BIG
-            )
-            best = key if best is None else jnp.minimum(best, key)
-        kw = _tree_min(best)
-        return kw < BIG, (kw // n) % nc, kw % n
     if packed:
+        node = jnp.arange(n, dtype=I32) if packed == "node" else None
         best = None
         for i, c in enumerate(cands):
-            key = jnp.where(c.mask, (c.keys[0] * 64 + c.keys[1]) * nc + i, BIG)
+            word = (c.keys[0] * 64 + c.keys[1]) * nc + i
+            key = jnp.where(c.mask, word if node is None else word * n + node, BIG)
             best = key if best is None else jnp.minimum(best, key)
+        if node is not None:
+            kw = _tree_min(best)
+            return kw < BIG, (kw // n) % nc, kw % n
         j = jnp.argmin(best).astype(I32)
         kw = best[j]
         return kw < BIG, kw % nc, j
