@@ -277,7 +277,11 @@ def _addresses(f: _Facts, sc, pre, tail, aft) -> _Addr:
     start_tree = index(p_all, lo) + anc
     in_fn = sc.fn > 0
     p_def = exclusive_cumsum(jnp.where(in_fn, own, 0))
-    msize = jnp.sum(jnp.where(f.live & (sc.fn == 0), own, 0))
+    # sizes from the prefix sums' last words, not jnp.sums (XLA fused those reductions
+    # with this pass's elementwise outputs into slow reduction kernels; docs/
+    # benchmarks.md, twenty-fourth run): own is 0 off the code nodes (live, fn >= 0), so
+    # the module's code (fn == 0) is the whole less the functions' (fn > 0)
+    msize = p_all[-1] - p_def[-1]
     fdef = sc.fdef
     p_def_lo = index(p_def, lo)
     entry_of_def = msize + p_def_lo  # valid at def nodes
@@ -286,7 +290,7 @@ def _addresses(f: _Facts, sc, pre, tail, aft) -> _Addr:
     S = jnp.where(idx == root, 0, S)
     TE = S + jnp.where(idx == root, msize, size_excl)
     TS = TE - tail
-    n_code = msize + jnp.sum(jnp.where(sc.is_fn & (idx != root), size_incl, 0))
+    n_code = p_all[-1]  # the module's code and every function's, one after the other
     return _Addr(S, TS, TE, TE, size_incl, entry_of_def, n_code)
 
 

@@ -386,7 +386,10 @@ def _functions(t: _Tree) -> _Funcs:
     is_dup_def = set_at(jnp.zeros((n,), bool), si, dup_sorted)
     is_fdef = is_def & ~is_dup_def
     fnum = jnp.cumsum(is_fdef.astype(I32))  # id of each function def
-    n_funcs = 1 + jnp.sum(is_fdef.astype(I32))
+    # the count from the prefix sum, not a jnp.sum: XLA fused that reduction with the
+    # pass's elementwise outputs into a slow reduction kernel (docs/benchmarks.md,
+    # twenty-fourth run)
+    n_funcs = 1 + fnum[-1]
     # jnp's batched gathers: arrays.index here made resolve_names 8.7 -> 10.5 ms per
     # 65,536 small programs on an H100 (docs/benchmarks.md, seventh run)
     in_def = is_def[top] & (idx != root) & live
