@@ -278,9 +278,9 @@ def _addresses(f: _Facts, sc, pre, tail, aft) -> _Addr:
     in_fn = sc.fn > 0
     p_def = exclusive_cumsum(jnp.where(in_fn, own, 0))
     # sizes from the prefix sums' last words, not jnp.sums (XLA fused those reductions
-    # with this pass's elementwise outputs into slow reduction kernels; docs/
-    # benchmarks.md, twenty-fourth run): own is 0 off the code nodes (live, fn >= 0), so
-    # the module's code (fn == 0) is the whole less the functions' (fn > 0)
+    # with this pass's elementwise outputs into slow reduction kernels: docs/benchmarks.md,
+    # twenty-fourth run). own is 0 off the code nodes (live, fn >= 0), so the module's
+    # code (fn == 0) is the whole less the functions' (fn > 0)
     msize = p_all[-1] - p_def[-1]
     fdef = sc.fdef
     p_def_lo = index(p_def, lo)
