@@ -22,6 +22,11 @@ I32 = jnp.int32
 BIG = jnp.iinfo(jnp.int32).max  # above every key, rank and position the stages compare
 
 
+def next_pow2(n: int) -> int:
+    """The smallest power of two >= n (1 for n <= 1): a static width to pad to."""
+    return 1 << max(n - 1, 0).bit_length()
+
+
 def map_batch(f, xs, chunk: int):
     """``jax.vmap(f)(xs)`` over the leading (batch) axis of the pytree ``xs``, run ``chunk``
     programs at a time, one chunk after another (``lax.map``), when B > chunk > 0: the same

@@ -49,6 +49,7 @@ import jax
 import numpy as np
 
 from jaxcc import isa, vm, vm_pallas
+from jaxcc.arrays import next_pow2
 from jaxcc.errors import Code
 from jaxcc.limits import DEFAULT, Limits
 
@@ -98,10 +99,6 @@ def _take(lanes: vm.Packed, pos) -> vm.Packed:
 def _put(full: vm.Packed, idx, part: vm.Packed) -> vm.Packed:
     """full[idx] = part lane-wise; indices >= len(full) (padding) are dropped."""
     return jax.tree.map(lambda f, p: f.at[idx].set(p, mode="drop", unique_indices=True), full, part)
-
-
-def _pow2(n: int) -> int:
-    return 1 << max(0, n - 1).bit_length()
 
 
 class Driver:
@@ -236,7 +233,7 @@ class Driver:
         """RunResults (numpy) of the lanes of _cur at pos (padded to a power of two, so
         there are few shapes to compile)."""
         k = len(pos)
-        padded = np.concatenate([pos, np.full(_pow2(k) - k, pos[0])]).astype(np.int32)
+        padded = np.concatenate([pos, np.full(next_pow2(k) - k, pos[0])]).astype(np.int32)
         shape = (len(padded), int(np.shape(self._cur.pid)[0]))
         t0 = self.clock()
         res = vm.finish(vm.State(self.tables, _take(self._cur, padded)), self.limits)

@@ -14,7 +14,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from jaxcc import ops
-from jaxcc.arrays import BIG, I32, add_at, gather, index, set_at
+from jaxcc.arrays import BIG, I32, add_at, gather, index, next_pow2, set_at
 from jaxcc.errors import Code, Limit, Syntax, Unsupported
 from jaxcc.ops import BUILTIN_ID, CALLABLE
 from jaxcc.syntax import Ann, ConstKind, Ctx, Node, UnaryOp
@@ -184,7 +184,7 @@ def _tree_min(x):
     loop fusions' bandwidth (5.3 ms a call for 65,536 medium programs on an H100);
     as slices and minimums it is a loop fusion (docs/benchmarks.md, twenty-third run)."""
     n = x.shape[-1]
-    p = 1 << max(n - 1, 0).bit_length()
+    p = next_pow2(n)
     if p != n:
         x = jnp.concatenate([x, jnp.full(x.shape[:-1] + (p - n,), BIG, x.dtype)], axis=-1)
     while x.shape[-1] > 1:
