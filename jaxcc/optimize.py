@@ -295,10 +295,25 @@ def rewrite(c: _Code, passes: tuple, words: int) -> _Code:
     op = jnp.where(valid, c.op, -1)
     arg = c.arg
     free = ~_targets(c)
-    p1, p2, p3 = _shift(op, 1, -1), _shift(op, 2, -1), _shift(op, 3, -1)
+    p1, p2 = _shift(op, 1, -1), _shift(op, 2, -1)
     a1, a2 = _shift(arg, 1, 0), _shift(arg, 2, 0)
-    free1, free2 = _shift(free, 1, True), _shift(free, 2, True)
+    free1 = _shift(free, 1, True)
     lc1, lc2 = p1 == Op.LOAD_CONST, p2 == Op.LOAD_CONST
+
+    def cmp_folded(j: int):
+        """At each anchor k: whether fold turns the instruction at k - j, a comparison
+        after two LOAD_CONSTs, into a LOAD_CONST this round (comparing two ints raises
+        nothing); then no other rule may consume that comparison."""
+        if "fold" not in passes:
+            return jnp.zeros((size,), bool)
+        lc = op == Op.LOAD_CONST
+        return (
+            _shift(lc, j + 1, False)
+            & _shift(lc, j + 2, False)
+            & _shift(free, j + 1, True)
+            & _shift(free, j, True)
+        )
+
     binary, unary = _is(op, isa.BINARY_OPS), _is(op, isa.UNARY_OPS)
     false = jnp.zeros((size,), bool)
 
@@ -332,12 +347,13 @@ def rewrite(c: _Code, passes: tuple, words: int) -> _Code:
         gone = ((op == Op.POP_N) & (arg == 0)) | ((op == Op.JUMP) & (arg == idx + 1))
         rules.append((gone, -1, arg, False, False))
         np1 = jnp.clip(p1, 0, isa.N_OPS)
-        cmp_not = (op == Op.NOT) & (neg[np1] >= 0) & free
+        # COMPARE; NOT -> the negated comparison, unless fold folds that comparison
+        cmp_not = (op == Op.NOT) & (neg[np1] >= 0) & free & ~cmp_folded(1)
         rules.append((cmp_not, neg[np1], jnp.zeros_like(arg), True, False))
         # NOT; JUMP_IF_x -> JUMP_IF_not-x, unless that NOT is rewritten itself
         _, ok_not = _evaluate_all((Op.NOT,), jnp.full_like(op, int(Op.NOT)), a2)
         not_folded = ("fold" in passes) & lc2 & free1 & ok_not
-        not_merged = (neg[jnp.clip(p2, 0, isa.N_OPS)] >= 0) & free1
+        not_merged = (neg[jnp.clip(p2, 0, isa.N_OPS)] >= 0) & free1 & ~cmp_folded(2)
         not_kept = ~(not_folded | not_merged)
         flip = _is(op, (Op.JUMP_IF_FALSE, Op.JUMP_IF_TRUE)) & (p1 == Op.NOT) & free & not_kept
         flipped = jnp.where(op == Op.JUMP_IF_FALSE, i32(Op.JUMP_IF_TRUE), i32(Op.JUMP_IF_FALSE))
@@ -347,12 +363,10 @@ def rewrite(c: _Code, passes: tuple, words: int) -> _Code:
         # JUMP_IF_<same> t, unless the comparison is folded itself (fold's binary rule)
         neg = _table(_NEGATE, -1)
         np1 = jnp.clip(p1, 0, isa.N_OPS)
-        cmp_folded = (
-            ("fold" in passes) & (p2 == Op.LOAD_CONST) & (p3 == Op.LOAD_CONST) & free2 & free1
-        )
         cmp = jnp.where(op == Op.JUMP_IF_TRUE, np1, neg[np1])
         fused = _table(isa.COMPARE_JUMP, -1)[jnp.clip(cmp, 0, isa.N_OPS)]
-        at = _is(op, (Op.JUMP_IF_FALSE, Op.JUMP_IF_TRUE)) & _is(p1, _COMPARE) & free & ~cmp_folded
+        at = _is(op, (Op.JUMP_IF_FALSE, Op.JUMP_IF_TRUE)) & _is(p1, _COMPARE) & free
+        at = at & ~cmp_folded(1)
         rules.append((at, fused, arg, True, False))
     if "deadstore" in passes:
         live = live_after(c, words)

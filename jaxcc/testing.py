@@ -1294,8 +1294,17 @@ def _in_context(r: _R, program: str, snippet: str, where: str) -> str:
     if not program.endswith("\n"):
         program += "\n"
     lines = program.splitlines(keepends=True)
-    # a top-level statement at column 0 starts its line (one after `;` does not)
-    starts = [s.lineno - 1 for s in ast.parse(program).body if s.col_offset == 0]
+    # a top-level statement that begins a logical line: its first token follows a NEWLINE
+    # token (not one after `;`, nor one at column 0 after `x = 1; \` and a newline)
+    after_newline, prev = set(), tokenize.NEWLINE
+    for t in tokenize.generate_tokens(io.StringIO(program).readline):
+        if t.type in (tokenize.NL, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT):
+            continue
+        if prev == tokenize.NEWLINE:
+            after_newline.add(t.start)
+        prev = t.type
+    body = ast.parse(program).body
+    starts = [s.lineno - 1 for s in body if s.col_offset == 0 and (s.lineno, 0) in after_newline]
     starts.append(len(lines))
     at = 0 if where == "first" else len(lines) if where == "last" else r.pick(starts)
     return "".join(lines[:at]) + snippet + "".join(lines[at:])

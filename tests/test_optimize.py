@@ -120,6 +120,14 @@ FIRES = [
       (C, 0), (S, 0), (L, 0), (S, 0)]),
     ("cmpjump: not where the comparison is folded", "def f(a):\n    if 2 < 1:\n        a = 5\n"
      "    return a\n", 1, ("fold", "cmpjump", "unreachable", "peephole"), [(C, 0), (S, 0)]),
+    # COMPARE; NOT is not merged where fold folds the comparison in the same round (both
+    # once consumed the comparison: its operands deleted, a comparison of nothing left)
+    ("peephole: not where the comparison is folded", "print(not 2 >= 520)\n", 0,
+     ("fold", "peephole"), [(L, 1), (Op.PRINT_BOOL, 1), (Op.PRINT_NEWLINE, 0), (Op.POP_N, 1),
+                            (L, 0), (S, 0)]),
+    ("peephole: not before a branch on a folded comparison", "def f(a):\n"
+     "    if not 2 >= 520:\n        a = 5\n    return a\n", 1, ("fold", "peephole"),
+     [(L, 5), (V, 0), (C, 0), (S, 0), (L, 0), (S, 0)]),
     ("invert: while i < n", "def f(n):\n    i = 0\n    while i < n:\n        i += 1\n"
      "    return i\n", 1, ("cmpjump", "invert"),
      [(L, 0), (V, 1), (C, 1), (C, 0), (Op.JUMP_IF_GE, 12), (C, 1), (L, 1), (Op.ADD, 0), (V, 1),
@@ -548,3 +556,21 @@ def test_compile_many_and_the_loop_optimize_on_the_device():
     V = pipeline.Verdict
     assert list(e1.verdict[:4]) == [V.PASS, V.RUNTIME_ERROR, V.WRONG_ANSWER, V.RUNTIME_ERROR]
     assert int(np.sum(e1.program.n_code)) < int(np.sum(e0.program.n_code))
+
+
+def test_only_the_unoptimized_code_runs_out_of_steps():
+    """-O0 takes 9 steps an iteration here and -O1 7: with 12,000 iterations only -O0
+    passes the 100,000-step budget. The behaviour check accepts that (it reruns -O0 with
+    a larger budget, which must end as -O1 does) and still catches a wrong -O1 result."""
+    assert LIMITS.max_steps == 100_000
+    src = "i = 0\nwhile i < 12000:\n    i = i + 1\nprint(i)\n"
+    p0, codes = compile_ref([src])
+    p1 = ropt.optimize(p0)
+    r0 = run_program(lane(p0, 0), LIMITS, 0, [])
+    r1 = run_program(lane(p1, 0), LIMITS, 0, [])
+    assert int(r0.status) == Code.TIMEOUT and int(r1.status) == Code.OK
+    assert check_behaviour(p0, p1, codes == Code.OK, 0) == 1
+    # the same loop one iteration short at -O1: a different output, which must fail
+    wrong, _ = compile_ref([src.replace("12000", "11999")])
+    with pytest.raises(AssertionError):
+        check_behaviour(p0, ropt.optimize(wrong), codes == Code.OK, 0, jax_vm=False)

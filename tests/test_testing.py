@@ -109,6 +109,31 @@ def test_near_misses_one_class(cls):
     inner()
 
 
+def test_in_context_inserts_only_where_a_logical_line_starts():
+    """A statement at column 0 after ``x = 1; \\`` and a newline is on x's logical line
+    (the formatter emits such lines): a compound snippet put there was a SyntaxError in
+    CPython where the test expected the snippet's own error. Every insertion point of
+    such a program must give a program that compiles."""
+    from jaxcc.testing import _in_context
+
+    class Pick:  # the insertion point i of those offered
+        def __init__(self, i):
+            self.i, self.offered = i, 0
+
+        def pick(self, seq):
+            self.offered = len(seq)
+            return seq[self.i]
+
+    prog = "x = 1;  \\\ny = 2\ndef f(a):\n    return a\n# c\n\nz = 3; w = 4\n"
+    snippet = "for q in range(3):\n    print(q)\n"
+    first = Pick(0)
+    _in_context(first, prog, snippet, "any")
+    # before x, before def, before the comment's z, at the end (not before y, nor w)
+    assert first.offered == 4
+    for i in range(first.offered):
+        compile(_in_context(Pick(i), prog, snippet, "any"), "<context>", "exec")
+
+
 def test_near_misses_rejects_unknown_class():
     with pytest.raises(ValueError):
         near_misses(["no_such_class"])

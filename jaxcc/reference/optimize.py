@@ -28,9 +28,10 @@ pass with MAX_ROUNDS). One round, each step reading the code that the step befor
    instruction k, all decided on the same code (the one after step 2, compacted).
    "k is a target" means some jump's argument or some function entry is k. The patterns
    never overlap (their non-anchor instructions are LOAD_CONST, NOT, a comparison or a
-   STORE_VAR, none of which anchors a rule that could fire with them; cmpjump's
-   comparison could anchor fold, hence its exception; loadvar2's first LOAD_VAR could
-   anchor deadstore or another loadvar2, hence its conditions):
+   STORE_VAR, none of which anchors a rule that could fire with them; the comparison
+   that cmpjump and peephole's ``COMPARE; NOT`` consume could anchor fold, hence their
+   exception; loadvar2's first LOAD_VAR could anchor deadstore or another loadvar2,
+   hence its conditions):
 
    * fold: ``LOAD_CONST a; LOAD_CONST b; BINARY`` (the last two not targets) and
      ``LOAD_CONST a; UNARY`` (the last not a target) -> ``LOAD_CONST r`` at k, when the
@@ -41,8 +42,9 @@ pass with MAX_ROUNDS). One round, each step reading the code that the step befor
    * peephole: ``LOAD_CONST e; OP`` where e is OP's right identity (ADD/SUB/OR/XOR/
      LSHIFT/RSHIFT 0, MUL/FLOORDIV/POW 1, AND -1; k not a target) -> deleted;
      ``LOAD_CONST c; POP_TOP`` -> deleted; ``POP_N 0`` -> deleted; ``JUMP k + 1`` ->
-     deleted; ``COMPARE; NOT`` -> the negated comparison at k; ``NOT; JUMP_IF_FALSE t``
-     -> ``JUMP_IF_TRUE t`` (and the other way round) unless the NOT is itself rewritten.
+     deleted; ``COMPARE; NOT`` -> the negated comparison at k, not when fold folds that
+     comparison in this round (as for cmpjump below); ``NOT; JUMP_IF_FALSE t`` ->
+     ``JUMP_IF_TRUE t`` (and the other way round) unless the NOT is itself rewritten.
    * deadstore: ``STORE_VAR s; LOAD_VAR s`` (k not a target) where slot s is not live
      after k (no path from k + 1 reads s before writing it) -> both deleted: the value
      stays on the stack.
@@ -280,6 +282,13 @@ def rewrite(code: _Code, passes) -> None:
     def free(*pos):  # none of these is a target
         return all(p not in targets for p in pos)
 
+    def cmp_folded(j):
+        """Whether fold turns the comparison at j (``LOAD_CONST; LOAD_CONST; COMPARE``)
+        into a LOAD_CONST this round (a comparison of two ints raises nothing): then no
+        other rule may consume it."""
+        return ("fold" in passes and j >= 2 and ops[j - 1] == ops[j - 2] == Op.LOAD_CONST
+                and free(j - 1, j))  # fmt: skip
+
     def not_rewritten(k):
         """Whether the NOT at k is left as it is (neither folded nor merged into the
         comparison before it)."""
@@ -287,7 +296,7 @@ def rewrite(code: _Code, passes) -> None:
             return True
         if "fold" in passes and ops[k - 1] == Op.LOAD_CONST:
             return _evaluate(Op.NOT, [args[k - 1]]) is None
-        return not ("peephole" in passes and ops[k - 1] in _NEGATED)
+        return not ("peephole" in passes and ops[k - 1] in _NEGATED and not cmp_folded(k - 1))
 
     for k in range(n):
         o = ops[k]
@@ -335,7 +344,8 @@ def rewrite(code: _Code, passes) -> None:
             if (o == Op.POP_N and args[k] == 0) or (o == Op.JUMP and args[k] == k + 1):
                 deleted.add(k)
                 continue
-            if o == Op.NOT and p1 in _NEGATED and free(k):
+            # COMPARE; NOT -> the negated comparison, unless fold folds that comparison
+            if o == Op.NOT and p1 in _NEGATED and free(k) and not cmp_folded(k - 1):
                 new[k] = (_NEGATED[p1], 0)
                 deleted.add(k - 1)
                 continue
@@ -346,9 +356,7 @@ def rewrite(code: _Code, passes) -> None:
         if "cmpjump" in passes:
             # COMPARE; JUMP_IF_FALSE t -> JUMP_IF_<negated> t, COMPARE; JUMP_IF_TRUE t ->
             # JUMP_IF_<same> t, unless the comparison is folded itself in this round
-            cmp_folded = ("fold" in passes and k >= 3 and ops[k - 2] == ops[k - 3] == Op.LOAD_CONST
-                          and free(k - 2, k - 1))  # fmt: skip
-            if o in _FLIP and p1 in _COMPARE and free(k) and not cmp_folded:
+            if o in _FLIP and p1 in _COMPARE and free(k) and not cmp_folded(k - 1):
                 cmp = p1 if o == Op.JUMP_IF_TRUE else _NEGATED[p1]
                 new[k] = (isa.COMPARE_JUMP[cmp], args[k])
                 deleted.add(k - 1)
