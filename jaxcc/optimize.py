@@ -314,6 +314,7 @@ def rewrite(c: _Code, passes: tuple, words: int) -> _Code:
             & _shift(free, j, True)
         )
 
+    folded1 = cmp_folded(1)  # the comparison right before k (peephole's NOT, cmpjump)
     binary, unary = _is(op, isa.BINARY_OPS), _is(op, isa.UNARY_OPS)
     false = jnp.zeros((size,), bool)
 
@@ -348,7 +349,7 @@ def rewrite(c: _Code, passes: tuple, words: int) -> _Code:
         rules.append((gone, -1, arg, False, False))
         np1 = jnp.clip(p1, 0, isa.N_OPS)
         # COMPARE; NOT -> the negated comparison, unless fold folds that comparison
-        cmp_not = (op == Op.NOT) & (neg[np1] >= 0) & free & ~cmp_folded(1)
+        cmp_not = (op == Op.NOT) & (neg[np1] >= 0) & free & ~folded1
         rules.append((cmp_not, neg[np1], jnp.zeros_like(arg), True, False))
         # NOT; JUMP_IF_x -> JUMP_IF_not-x, unless that NOT is rewritten itself
         _, ok_not = _evaluate_all((Op.NOT,), jnp.full_like(op, int(Op.NOT)), a2)
@@ -366,7 +367,7 @@ def rewrite(c: _Code, passes: tuple, words: int) -> _Code:
         cmp = jnp.where(op == Op.JUMP_IF_TRUE, np1, neg[np1])
         fused = _table(isa.COMPARE_JUMP, -1)[jnp.clip(cmp, 0, isa.N_OPS)]
         at = _is(op, (Op.JUMP_IF_FALSE, Op.JUMP_IF_TRUE)) & _is(p1, _COMPARE) & free
-        at = at & ~cmp_folded(1)
+        at = at & ~folded1
         rules.append((at, fused, arg, True, False))
     if "deadstore" in passes:
         live = live_after(c, words)
